@@ -1,0 +1,123 @@
+import { createPublicKey, type KeyObject } from 'node:crypto';
+import { createRemoteJWKSet, jwtVerify, type JWTVerifyGetKey } from 'jose';
+import { AppError } from '../errors.js';
+import { principalFromClaims, type Principal } from './principal.js';
+
+export type VerificationKey =
+  | { readonly kind: 'hs256'; readonly secret: string }
+  | { readonly kind: 'jwks'; readonly url: URL }
+  | { readonly kind: 'public-key'; readonly pem: string };
+
+export interface TokenVerifierOptions {
+  readonly key: VerificationKey;
+  readonly issuer?: string | undefined;
+  readonly audience?: string | undefined;
+  /** Allowed clock skew for exp and nbf, in seconds. */
+  readonly clockToleranceSeconds?: number;
+}
+
+export interface TokenVerifier {
+  /** Verifies a bearer token and reads its claims; throws AppError UNAUTHENTICATED (or 503 when keys cannot be fetched). */
+  verify(token: string): Promise<Principal>;
+}
+
+const ASYMMETRIC = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'];
+
+/**
+ * The algorithms a key may verify. Never 'none', and never an HS algorithm with a
+ * public key: that is the classic confusion attack where the public key is used as an
+ * HMAC secret.
+ */
+export function algorithmsForPublicKey(key: KeyObject): string[] {
+  switch (key.asymmetricKeyType) {
+    case 'rsa':
+      return ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512'];
+    case 'rsa-pss':
+      return ['PS256', 'PS384', 'PS512'];
+    case 'ec': {
+      const curve = key.asymmetricKeyDetails?.namedCurve;
+      if (curve === 'prime256v1') return ['ES256'];
+      if (curve === 'secp384r1') return ['ES384'];
+      if (curve === 'secp521r1') return ['ES512'];
+      throw new Error(`unsupported EC curve ${String(curve)}`);
+    }
+    case 'ed25519':
+      return ['EdDSA', 'Ed25519'];
+    default:
+      throw new Error(`unsupported public key type ${String(key.asymmetricKeyType)}`);
+  }
+}
+
+const REASONS: Readonly<Record<string, string>> = {
+  ERR_JWT_EXPIRED: 'Bearer token has expired.',
+  ERR_JWS_SIGNATURE_VERIFICATION_FAILED: 'Bearer token signature is invalid.',
+  ERR_JOSE_ALG_NOT_ALLOWED: 'Bearer token algorithm is not allowed.',
+  ERR_JWKS_NO_MATCHING_KEY: 'Bearer token was signed by an unknown key.',
+  ERR_JWS_INVALID: 'Bearer token is malformed.',
+  ERR_JWT_INVALID: 'Bearer token is malformed.',
+  ERR_JOSE_NOT_SUPPORTED: 'Bearer token uses an unsupported algorithm.',
+};
+
+/** The one place jose's errors are read. */
+function toAuthError(error: unknown): AppError {
+  if (error instanceof AppError) return error;
+  const code = (error as { code?: unknown }).code;
+  if (code === 'ERR_JWKS_TIMEOUT' || (code === undefined && error instanceof TypeError)) {
+    return new AppError('UPSTREAM_UNAVAILABLE', 'token keys unavailable', {
+      detail: 'Token verification keys are temporarily unavailable; retry shortly.',
+      cause: error,
+    });
+  }
+  if (code === 'ERR_JWT_CLAIM_VALIDATION_FAILED') {
+    const claim = String((error as { claim?: unknown }).claim);
+    const reason = String((error as { reason?: unknown }).reason);
+    const detail =
+      claim === 'nbf' && reason === 'check_failed'
+        ? 'Bearer token is not yet valid.'
+        : `Bearer token "${claim}" claim is not acceptable.`;
+    return new AppError('UNAUTHENTICATED', 'Unauthorized', { detail, cause: error });
+  }
+  const detail = (typeof code === 'string' ? REASONS[code] : undefined) ?? 'Bearer token is invalid.';
+  return new AppError('UNAUTHENTICATED', 'Unauthorized', { detail, cause: error });
+}
+
+export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifier {
+  let key: Uint8Array | KeyObject | JWTVerifyGetKey;
+  let algorithms: string[];
+  switch (options.key.kind) {
+    case 'hs256':
+      key = new TextEncoder().encode(options.key.secret);
+      algorithms = ['HS256'];
+      break;
+    case 'jwks':
+      key = createRemoteJWKSet(options.key.url, { timeoutDuration: 3000, cooldownDuration: 30_000 });
+      algorithms = ASYMMETRIC;
+      break;
+    case 'public-key': {
+      const publicKey = createPublicKey(options.key.pem);
+      key = publicKey;
+      algorithms = algorithmsForPublicKey(publicKey);
+      break;
+    }
+  }
+  const verifyOptions = {
+    algorithms,
+    clockTolerance: options.clockToleranceSeconds ?? 5,
+    requiredClaims: ['sub'],
+    ...(options.issuer === undefined ? {} : { issuer: options.issuer }),
+    ...(options.audience === undefined ? {} : { audience: options.audience }),
+  };
+  return {
+    async verify(token) {
+      try {
+        const { payload } =
+          typeof key === 'function'
+            ? await jwtVerify(token, key, verifyOptions)
+            : await jwtVerify(token, key, verifyOptions);
+        return principalFromClaims(payload);
+      } catch (error) {
+        throw toAuthError(error);
+      }
+    },
+  };
+}

@@ -1,0 +1,238 @@
+/**
+ * Configuration is read from the environment once, at start, into a frozen object.
+ * A bad value throws ConfigError naming the variable; main() prints that one line and exits.
+ * Variable names are part of the product's contract (docs/configuration.md).
+ */
+export class ConfigError extends Error {
+  readonly variable: string;
+  constructor(variable: string, problem: string) {
+    super(`${variable}: ${problem}`);
+    this.name = 'ConfigError';
+    this.variable = variable;
+  }
+}
+
+export type Role = 'gateway' | 'consumer' | 'all';
+
+export type AuthConfig =
+  | { readonly kind: 'hs256'; readonly secret: string }
+  | { readonly kind: 'jwks'; readonly url: URL }
+  | { readonly kind: 'public-key'; readonly pem: string }
+  /** Embedded default only: a secret generated and kept under DATA_DIR. */
+  | { readonly kind: 'development' };
+
+export interface ClickHouseConfig {
+  readonly url: string;
+  readonly username: string | undefined;
+  readonly password: string | undefined;
+  readonly database: string;
+}
+
+export interface TopicsConfig {
+  /** Topics the ingest consumer reads (EVENTS_TOPICS). The first one is where the gateway publishes its own events. */
+  readonly events: readonly string[];
+  readonly enrollmentCommands: string;
+  readonly edgePolicyCommands: string;
+  readonly deadLetter: string;
+}
+
+export interface KafkaConfig {
+  readonly brokers: readonly string[];
+  readonly clientId: string;
+  readonly consumerGroup: string;
+  /** Partitions and replication factor for topics the gateway creates when they are missing. */
+  readonly partitions: number;
+  readonly replicationFactor: number;
+}
+
+export interface Config {
+  readonly role: Role;
+  readonly port: number;
+  readonly host: string;
+  readonly dataDir: string;
+  readonly logLevel: string;
+  readonly kafka: KafkaConfig | undefined;
+  readonly clickhouse: ClickHouseConfig | undefined;
+  readonly topics: TopicsConfig;
+  readonly auth: AuthConfig;
+  readonly issuer: string | undefined;
+  readonly audience: string | undefined;
+  /** Key for cursor MACs; undefined means "generate one" (see src/runtime/secrets.ts). */
+  readonly cursorSecret: string | undefined;
+  /** Upper bound on the wait for Kafka to acknowledge a command before answering 503. */
+  readonly commandTimeoutMs: number;
+  readonly ingest: { readonly batchSize: number; readonly batchWaitMs: number };
+}
+
+type Env = Readonly<Record<string, string | undefined>>;
+
+const MIN_HS256_SECRET_BYTES = 32;
+
+function optional(env: Env, name: string): string | undefined {
+  const value = env[name]?.trim();
+  return value === undefined || value === '' ? undefined : value;
+}
+
+function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = optional(env, name);
+  if (raw === undefined) return fallback;
+  if (!/^\d+$/.test(raw)) throw new ConfigError(name, `must be a whole number, got "${raw}"`);
+  const value = Number(raw);
+  if (value < min || value > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${value}`);
+  return value;
+}
+
+function list(env: Env, name: string): string[] | undefined {
+  const raw = optional(env, name);
+  if (raw === undefined) return undefined;
+  const items = raw.split(',').map((s) => s.trim());
+  if (items.some((s) => s === '')) throw new ConfigError(name, `has an empty entry in "${raw}"`);
+  return items;
+}
+
+const TOPIC_NAME = /^[a-zA-Z0-9._-]{1,249}$/;
+
+function topic(env: Env, name: string, fallback: string): string {
+  const value = optional(env, name) ?? fallback;
+  if (!TOPIC_NAME.test(value)) throw new ConfigError(name, `"${value}" is not a valid Kafka topic name`);
+  return value;
+}
+
+function parseRole(env: Env): Role {
+  const raw = optional(env, 'ROLE') ?? 'all';
+  if (raw === 'gateway' || raw === 'consumer' || raw === 'all') return raw;
+  throw new ConfigError('ROLE', `must be gateway, consumer or all, got "${raw}"`);
+}
+
+function parseBrokers(env: Env): string[] | undefined {
+  const brokers = list(env, 'KAFKA_BROKERS');
+  for (const broker of brokers ?? []) {
+    if (!/^[^:\s]+:\d{1,5}$/.test(broker)) throw new ConfigError('KAFKA_BROKERS', `"${broker}" is not host:port`);
+  }
+  return brokers;
+}
+
+function parseClickHouse(env: Env): ClickHouseConfig | undefined {
+  const raw = optional(env, 'CLICKHOUSE_URL');
+  if (raw === undefined) return undefined;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError('CLICKHOUSE_URL', 'is not a URL');
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
+    throw new ConfigError('CLICKHOUSE_URL', 'must be an http:// or https:// URL');
+  }
+  // Credentials and database may sit in the URL or beside it; the variables win.
+  const username = optional(env, 'CLICKHOUSE_USER') ?? (url.username ? decodeURIComponent(url.username) : undefined);
+  const password = optional(env, 'CLICKHOUSE_PASSWORD') ?? (url.password ? decodeURIComponent(url.password) : undefined);
+  const pathDatabase = url.pathname.replace(/^\/+|\/+$/g, '');
+  const database = optional(env, 'CLICKHOUSE_DATABASE') ?? (pathDatabase || 'default');
+  if (!/^[a-zA-Z_][a-zA-Z0-9_]*$/.test(database)) {
+    throw new ConfigError('CLICKHOUSE_DATABASE', `"${database}" is not a plain database name`);
+  }
+  url.username = '';
+  url.password = '';
+  url.pathname = '/';
+  return { url: url.toString().replace(/\/$/, ''), username, password, database };
+}
+
+function parseAuth(env: Env, embedded: boolean): AuthConfig {
+  const secret = optional(env, 'AUTH_JWT_SECRET');
+  const jwksUrl = optional(env, 'AUTH_JWKS_URL');
+  const publicKey = optional(env, 'AUTH_PUBLIC_KEY');
+  const set = [secret && 'AUTH_JWT_SECRET', jwksUrl && 'AUTH_JWKS_URL', publicKey && 'AUTH_PUBLIC_KEY'].filter(
+    (v): v is string => typeof v === 'string',
+  );
+  if (set.length > 1) throw new ConfigError(set.join(', '), 'set only one way to verify tokens');
+  if (secret !== undefined) {
+    if (Buffer.byteLength(secret) < MIN_HS256_SECRET_BYTES) {
+      throw new ConfigError('AUTH_JWT_SECRET', `must be at least ${MIN_HS256_SECRET_BYTES} bytes for HS256`);
+    }
+    return { kind: 'hs256', secret };
+  }
+  if (jwksUrl !== undefined) {
+    let url: URL;
+    try {
+      url = new URL(jwksUrl);
+    } catch {
+      throw new ConfigError('AUTH_JWKS_URL', 'is not a URL');
+    }
+    if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new ConfigError('AUTH_JWKS_URL', 'must be http(s)');
+    return { kind: 'jwks', url };
+  }
+  if (publicKey !== undefined) {
+    // Accept a PEM with literal "\n" escapes, as env files often carry it on one line.
+    const pem = publicKey.replace(/\\n/g, '\n');
+    if (!pem.includes('-----BEGIN PUBLIC KEY-----')) {
+      throw new ConfigError('AUTH_PUBLIC_KEY', 'must be a PEM "BEGIN PUBLIC KEY" block');
+    }
+    return { kind: 'public-key', pem };
+  }
+  if (!embedded) {
+    throw new ConfigError(
+      'AUTH_JWT_SECRET',
+      'one of AUTH_JWT_SECRET, AUTH_JWKS_URL or AUTH_PUBLIC_KEY is required outside the embedded default',
+    );
+  }
+  return { kind: 'development' };
+}
+
+export function loadConfig(env: Env): Config {
+  const role = parseRole(env);
+  const brokers = parseBrokers(env);
+  const clickhouse = parseClickHouse(env);
+  const embedded = brokers === undefined && clickhouse === undefined;
+  if (role !== 'all' && clickhouse === undefined) {
+    // chDB's data directory belongs to one process, so split roles need a ClickHouse server.
+    throw new ConfigError('ROLE', `"${role}" needs CLICKHOUSE_URL; the embedded store serves only ROLE=all`);
+  }
+  if (role !== 'all' && brokers === undefined) {
+    throw new ConfigError('ROLE', `"${role}" needs KAFKA_BROKERS; the in-process bus serves only ROLE=all`);
+  }
+  const events = list(env, 'EVENTS_TOPICS') ?? ['platform.events'];
+  for (const name of events) {
+    if (!TOPIC_NAME.test(name)) throw new ConfigError('EVENTS_TOPICS', `"${name}" is not a valid Kafka topic name`);
+  }
+  const config: Config = {
+    role,
+    port: integer(env, 'PORT', 8080, 0, 65535),
+    host: optional(env, 'HOST') ?? '0.0.0.0',
+    dataDir: optional(env, 'DATA_DIR') ?? './data',
+    logLevel: optional(env, 'LOG_LEVEL') ?? 'info',
+    kafka:
+      brokers === undefined
+        ? undefined
+        : {
+            brokers,
+            clientId: optional(env, 'KAFKA_CLIENT_ID') ?? 'core-gateway',
+            consumerGroup: optional(env, 'KAFKA_CONSUMER_GROUP') ?? 'core-gateway-ingest',
+            partitions: integer(env, 'KAFKA_TOPIC_PARTITIONS', 6, 1, 10_000),
+            replicationFactor: integer(env, 'KAFKA_REPLICATION_FACTOR', 1, 1, 16),
+          },
+    clickhouse,
+    topics: {
+      events,
+      enrollmentCommands: topic(env, 'ENROLLMENT_COMMANDS_TOPIC', 'core.device-enrollment.commands'),
+      edgePolicyCommands: topic(env, 'EDGE_POLICY_COMMANDS_TOPIC', 'core.edge-policy.commands'),
+      deadLetter: topic(env, 'EVENTS_DLQ_TOPIC', 'platform.events.dlq'),
+    },
+    auth: parseAuth(env, embedded),
+    issuer: optional(env, 'AUTH_ISSUER'),
+    audience: optional(env, 'AUTH_AUDIENCE'),
+    cursorSecret: optional(env, 'CURSOR_SECRET'),
+    commandTimeoutMs: integer(env, 'COMMAND_TIMEOUT_MS', 5000, 100, 120_000),
+    ingest: {
+      batchSize: integer(env, 'INGEST_BATCH_SIZE', 5000, 1, 1_000_000),
+      batchWaitMs: integer(env, 'INGEST_BATCH_WAIT_MS', 200, 0, 60_000),
+    },
+  };
+  if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(config.logLevel)) {
+    throw new ConfigError('LOG_LEVEL', `must be one of fatal, error, warn, info, debug, trace, silent`);
+  }
+  if (config.cursorSecret !== undefined && Buffer.byteLength(config.cursorSecret) < 32) {
+    throw new ConfigError('CURSOR_SECRET', 'must be at least 32 bytes');
+  }
+  return Object.freeze(config);
+}

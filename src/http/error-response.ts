@@ -1,0 +1,75 @@
+import type { Middleware } from 'koa';
+import { AppError, isAppError, type ErrorCode } from '../errors.js';
+import type { ErrorEnvelope } from '../generated/schema-types.js';
+import type { Logger } from '../logger.js';
+import { failure } from './envelope.js';
+
+export interface ErrorResponse {
+  readonly status: number;
+  readonly body: ErrorEnvelope;
+  readonly headers: Readonly<Record<string, string>>;
+}
+
+/** Errors thrown by koa-bodyparser (raw-body / co-body) carry a `type`; this is where they are read. */
+const BODY_ERRORS: Readonly<Record<string, { code: ErrorCode; message: string; detail: string }>> = {
+  'entity.too.large': { code: 'BODY_TOO_LARGE', message: 'Request body too large', detail: 'The request body exceeds the 64 KiB limit.' },
+  'entity.parse.failed': { code: 'MALFORMED_JSON', message: 'Malformed JSON', detail: 'The request body is not valid JSON.' },
+  'encoding.unsupported': { code: 'UNSUPPORTED_MEDIA_TYPE', message: 'Unsupported content encoding', detail: 'The request body encoding is not supported.' },
+  'charset.unsupported': { code: 'UNSUPPORTED_MEDIA_TYPE', message: 'Unsupported charset', detail: 'The request body charset is not supported.' },
+  'request.aborted': { code: 'MALFORMED_JSON', message: 'Request aborted', detail: 'The request body ended early.' },
+  'request.size.invalid': { code: 'MALFORMED_JSON', message: 'Request size mismatch', detail: 'The request body does not match its Content-Length.' },
+};
+
+function fromBodyParser(error: unknown): AppError | undefined {
+  const type = (error as { type?: unknown } | null)?.type;
+  // co-body rethrows JSON.parse's SyntaxError with status 400 and no type.
+  const key = typeof type === 'string' ? type : error instanceof SyntaxError ? 'entity.parse.failed' : undefined;
+  if (key === undefined) return undefined;
+  const known = BODY_ERRORS[key];
+  return known === undefined ? undefined : new AppError(known.code, known.message, { detail: known.detail, cause: error });
+}
+
+/** The one mapping from any thrown value to a status and an error envelope. */
+export function toErrorResponse(error: unknown): ErrorResponse {
+  const appError = isAppError(error)
+    ? error
+    : (fromBodyParser(error) ?? new AppError('INTERNAL', 'Internal error', { detail: 'Internal error.', cause: error }));
+  const headers: Record<string, string> = {};
+  if (appError.code === 'UNAUTHENTICATED') headers['WWW-Authenticate'] = 'Bearer realm="core-api"';
+  if (appError.code === 'UPSTREAM_UNAVAILABLE') headers['Retry-After'] = '1';
+  // A validation failure lists its fields; every other error has a short sentence.
+  const message = appError.fields === undefined ? appError.message : appError.fields;
+  return { status: appError.status, body: failure(message, appError.detail), headers };
+}
+
+export function errorHandler(logger: Logger): Middleware {
+  return async (ctx, next) => {
+    try {
+      await next();
+    } catch (error) {
+      const response = toErrorResponse(error);
+      if (response.status >= 500) {
+        logger.error({ err: error, method: ctx.method, path: ctx.path, status: response.status }, 'request failed');
+      }
+      ctx.status = response.status;
+      ctx.set(response.headers);
+      ctx.body = response.body;
+    }
+  };
+}
+
+/** Turns what the router leaves unanswered (no route, wrong method) into error envelopes. */
+export function unmatchedRoutes(): Middleware {
+  return async (ctx, next) => {
+    await next();
+    if (ctx.body !== undefined && ctx.body !== null) return;
+    if (ctx.status === 405) {
+      throw new AppError('METHOD_NOT_ALLOWED', 'Method not allowed', {
+        detail: `${ctx.method} is not allowed here; allowed: ${String(ctx.response.get('Allow'))}.`,
+      });
+    }
+    if (ctx.status === 404) {
+      throw new AppError('NOT_FOUND', 'Not found', { detail: `No route for ${ctx.method} ${ctx.path}.` });
+    }
+  };
+}

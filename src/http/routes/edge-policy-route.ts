@@ -1,0 +1,35 @@
+import type Router from '@koa/router';
+import type { TokenVerifier } from '../../auth/token-verifier.js';
+import type { UpdateEdgePolicy } from '../../commands/update-edge-policy.js';
+import { allValid, type SchemaRegistry } from '../../schemas/schema-registry.js';
+import { authenticate, authOf } from '../authenticate.js';
+import { success } from '../envelope.js';
+import { jsonBody } from '../json-body.js';
+import type { GatewayState } from '../state.js';
+import { parseTraceparent } from '../trace-context.js';
+
+export function registerEdgePolicyRoute(
+  router: Router<GatewayState>,
+  deps: { verifier: TokenVerifier; schemas: SchemaRegistry; updateEdgePolicy: UpdateEdgePolicy },
+): void {
+  router.patch(
+    '/projects/:project_id/fleets/:fleet_id/edge/policy',
+    authenticate(deps.verifier, 'edge-policy:write'),
+    jsonBody(),
+    async (ctx) => {
+      const { principal, orgId } = authOf(ctx.state);
+      const [path, patch] = allValid(
+        deps.schemas.check('fleet-path.schema.json', { ...ctx.params }, 'path'),
+        ctx.request.body === undefined
+          ? { ok: false, fields: { body: 'is required: a JSON Merge Patch object' } }
+          : deps.schemas.check('edge-policy-patch.schema.json', ctx.request.body, 'body'),
+      );
+      const accepted = await deps.updateEdgePolicy({
+        context: { orgId, requestedBy: principal.subject, trace: parseTraceparent(ctx.headers.traceparent) },
+        path: { project_id: path.project_id.toLowerCase(), fleet_id: path.fleet_id.toLowerCase() },
+        patch,
+      });
+      ctx.body = success(accepted);
+    },
+  );
+}

@@ -1,0 +1,51 @@
+import type Router from '@koa/router';
+import type { TokenVerifier } from '../../auth/token-verifier.js';
+import type { EnrollDevice } from '../../commands/enroll-device.js';
+import { allValid, validationError, type SchemaRegistry } from '../../schemas/schema-registry.js';
+import { authenticate, authOf } from '../authenticate.js';
+import { success } from '../envelope.js';
+import { jsonBody } from '../json-body.js';
+import type { GatewayState } from '../state.js';
+import { parseTraceparent } from '../trace-context.js';
+
+// Printable ASCII, as the IETF Idempotency-Key draft suggests; long enough for a UUID or a hash.
+const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
+
+function idempotencyKey(header: string | string[] | undefined): string | undefined {
+  if (header === undefined) return undefined;
+  if (typeof header !== 'string' || !IDEMPOTENCY_KEY.test(header)) {
+    throw validationError({ 'header.idempotency-key': 'must be 1 to 255 printable ASCII characters' });
+  }
+  return header;
+}
+
+export function registerEnrollRoute(
+  router: Router<GatewayState>,
+  deps: { verifier: TokenVerifier; schemas: SchemaRegistry; enroll: EnrollDevice },
+): void {
+  router.post(
+    '/projects/:project_id/fleets/:fleet_id/devices/:device_id/enroll',
+    authenticate(deps.verifier, 'devices:enroll'),
+    jsonBody(),
+    async (ctx) => {
+      const { principal, orgId } = authOf(ctx.state);
+      const [path, body] = allValid(
+        deps.schemas.check('device-path.schema.json', { ...ctx.params }, 'path'),
+        // Every body field is optional, so no body at all is an empty enrollment request.
+        deps.schemas.check('enrollment-request.schema.json', ctx.request.body === undefined ? {} : ctx.request.body, 'body'),
+      );
+      const accepted = await deps.enroll({
+        context: { orgId, requestedBy: principal.subject, trace: parseTraceparent(ctx.headers.traceparent) },
+        path: {
+          project_id: path.project_id.toLowerCase(),
+          fleet_id: path.fleet_id.toLowerCase(),
+          device_id: path.device_id.toLowerCase(),
+        },
+        body,
+        idempotencyKey: idempotencyKey(ctx.headers['idempotency-key']),
+      });
+      ctx.status = 202;
+      ctx.body = success(accepted);
+    },
+  );
+}

@@ -1,0 +1,24 @@
+import { resolve } from 'node:path';
+import type { Config } from '../config.js';
+import { createTokenVerifier, type TokenVerifier, type VerificationKey } from '../auth/token-verifier.js';
+import type { Logger } from '../logger.js';
+import { loadOrCreateSecret } from './secrets.js';
+
+export const DEV_SECRET_FILE = 'dev-jwt-secret';
+
+export function createVerifier(config: Config, logger: Logger): TokenVerifier {
+  let key: VerificationKey;
+  if (config.auth.kind === 'development') {
+    const file = resolve(config.dataDir, DEV_SECRET_FILE);
+    const { secret, created } = loadOrCreateSecret(file);
+    key = { kind: 'hs256', secret };
+    logger.warn(
+      { file, created },
+      'no AUTH_* variable set: verifying HS256 tokens with a development secret. ' +
+        'Mint one with: npm run token -- --org <org-uuid> --scope "events:read devices:enroll edge-policy:write"',
+    );
+  } else {
+    key = config.auth;
+  }
+  return createTokenVerifier({ key, issuer: config.issuer, audience: config.audience });
+}

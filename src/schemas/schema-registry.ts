@@ -1,0 +1,104 @@
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import addFormatsModule from 'ajv-formats';
+import { AppError, type FieldErrors } from '../errors.js';
+import { schemasById, type SchemaId, type SchemaTypes } from './schema-files.js';
+
+// ajv-formats is CommonJS with a default export; under NodeNext it arrives one level deep.
+const addFormats = addFormatsModule as unknown as (ajv: Ajv) => Ajv;
+
+/** Where a value came from, used to prefix field names in validation errors. */
+export type ValueLocation = 'path' | 'query' | 'body' | 'message' | 'header';
+
+export interface SchemaRegistry {
+  /** The value typed by its schema, or the fields that failed (prefixed by location). Combine with allValid(). */
+  check<K extends SchemaId>(id: K, value: unknown, location?: ValueLocation): CheckResult<SchemaTypes[K]>;
+}
+
+export type CheckResult<T> = { readonly ok: true; readonly value: T } | { readonly ok: false; readonly fields: FieldErrors };
+
+type ValuesOf<R extends readonly CheckResult<unknown>[]> = { [K in keyof R]: R[K] extends CheckResult<infer V> ? V : never };
+
+export function validationError(fields: FieldErrors): AppError {
+  return new AppError('VALIDATION_FAILED', 'Request validation failed', {
+    fields,
+    detail: Object.entries(fields)
+      .map(([k, v]) => `${k} ${v}`)
+      .join('; '),
+  });
+}
+
+/** The values of several checks, or one VALIDATION_FAILED listing every bad field of all of them. */
+export function allValid<const R extends readonly CheckResult<unknown>[]>(...results: R): ValuesOf<R> {
+  const fields: FieldErrors = {};
+  for (const result of results) if (!result.ok) Object.assign(fields, result.fields);
+  if (Object.keys(fields).length > 0) throw validationError(fields);
+  return results.map((r) => (r as { value: unknown }).value) as ValuesOf<R>;
+}
+
+function createAjv(coerceTypes: boolean): Ajv {
+  const ajv = new Ajv({ allErrors: true, strict: true, coerceTypes, useDefaults: false });
+  addFormats(ajv);
+  for (const schema of Object.values(schemasById)) ajv.addSchema(schema);
+  return ajv;
+}
+
+function fieldName(error: ErrorObject, location: ValueLocation): string {
+  const path = error.instancePath.split('/').slice(1).map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
+  if (error.keyword === 'required') path.push(String(error.params['missingProperty']));
+  if (error.keyword === 'additionalProperties') path.push(String(error.params['additionalProperty']));
+  return [location, ...path].join('.');
+}
+
+function describe(error: ErrorObject): string {
+  if (error.keyword === 'required') return 'is required';
+  if (error.keyword === 'additionalProperties') return 'is not allowed';
+  return error.message ?? 'is invalid';
+}
+
+export function toFieldErrors(errors: readonly ErrorObject[], location: ValueLocation): FieldErrors {
+  const fields: FieldErrors = {};
+  for (const error of errors) {
+    const name = fieldName(error, location);
+    // The first complaint per field is the most specific one ajv reports.
+    fields[name] ??= describe(error);
+  }
+  return fields;
+}
+
+/**
+ * Compiles every schema once. Query strings go through a coercing instance, since every
+ * query value arrives as a string; bodies and Kafka messages are validated without coercion.
+ */
+export function createSchemaRegistry(): SchemaRegistry {
+  const strict = createAjv(false);
+  const coercing = createAjv(true);
+  const compiled = new Map<string, ValidateFunction>();
+
+  function validator(id: SchemaId, location: ValueLocation): ValidateFunction {
+    const coerce = location === 'query' || location === 'path' || location === 'header';
+    const key = `${coerce ? 'c' : 's'}:${id}`;
+    let fn = compiled.get(key);
+    if (fn === undefined) {
+      const found = (coerce ? coercing : strict).getSchema(id);
+      if (found === undefined) throw new Error(`schema ${id} is not registered`);
+      fn = found;
+      compiled.set(key, fn);
+    }
+    return fn;
+  }
+
+  // Compile everything now, so a broken schema stops the process at start rather than on a request.
+  for (const [id, schema] of Object.entries(schemasById) as [SchemaId, { $id: string }][]) {
+    if (schema.$id !== id) throw new Error(`schemas/${schema.$id} is registered under ${id}`);
+    validator(id, 'body');
+    validator(id, 'query');
+  }
+
+  return {
+    check(id, value, location = 'message') {
+      const fn = validator(id, location);
+      if (fn(value)) return { ok: true, value: value as SchemaTypes[typeof id] };
+      return { ok: false, fields: toFieldErrors(fn.errors ?? [], location) };
+    },
+  };
+}

@@ -1,0 +1,74 @@
+import { mkdirSync } from 'node:fs';
+import { Session } from 'chdb';
+import { createGroupCommit, type GroupCommit } from './group-commit.js';
+import type { SqlParams, SqlTransport } from './sql-transport.js';
+import { toStoreError } from './store-errors.js';
+
+export interface ChdbTransportOptions {
+  /** Data directory; one process owns it (chDB binds one directory per process). */
+  readonly path: string;
+}
+
+/**
+ * ClickHouse in-process through chDB. The engine runs one query at a time per process,
+ * so concurrent inserts into the same table are coalesced into one INSERT (group
+ * commit): under load the embedded gateway writes a few large blocks instead of many
+ * one-row parts, and each caller still returns only once its rows are stored.
+ */
+export function createChdbTransport(options: ChdbTransportOptions): SqlTransport {
+  mkdirSync(options.path, { recursive: true });
+  const session = new Session(options.path);
+  const writers = new Map<string, GroupCommit<object>>();
+
+  function writerFor(table: string): GroupCommit<object> {
+    let writer = writers.get(table);
+    if (writer === undefined) {
+      writer = createGroupCommit<object>(async (rows) => {
+        const payload = rows.map((row) => JSON.stringify(row)).join('\n');
+        await session.insert({ table, values: payload, format: 'JSONEachRow' });
+      });
+      writers.set(table, writer);
+    }
+    return writer;
+  }
+
+  return {
+    kind: 'chdb',
+    async command(sql, params) {
+      try {
+        if (params === undefined) await session.queryAsync(sql);
+        else await session.queryBindAsync(sql, params);
+      } catch (error) {
+        throw toStoreError(error, 'command');
+      }
+    },
+    async query<Row>(sql: string, params?: SqlParams): Promise<Row[]> {
+      try {
+        const result =
+          params === undefined
+            ? await session.queryAsync(sql, { format: 'JSONEachRow' })
+            : await session.queryBindAsync(sql, params, { format: 'JSONEachRow' });
+        const text = result.text();
+        if (text.trim() === '') return [];
+        return text
+          .trimEnd()
+          .split('\n')
+          .map((line) => JSON.parse(line) as Row);
+      } catch (error) {
+        throw toStoreError(error, 'query');
+      }
+    },
+    async insert(table, rows) {
+      if (rows.length === 0) return;
+      try {
+        await writerFor(table).write(rows);
+      } catch (error) {
+        throw toStoreError(error, 'insert');
+      }
+    },
+    async close() {
+      await Promise.all([...writers.values()].map((w) => w.drain()));
+      session.close();
+    },
+  };
+}

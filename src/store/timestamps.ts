@@ -1,0 +1,54 @@
+/**
+ * Events carry RFC 3339 timestamps with any offset and precision; the store keeps
+ * DateTime64(6, 'UTC'). JavaScript's Date holds only milliseconds, so the conversion is
+ * done on the text to keep microseconds exact.
+ */
+const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?([Zz]|[+-]\d{2}:\d{2})$/;
+const STORE_FORMAT = /^(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2})\.(\d{6})$/;
+
+// DateTime64's range; outside it ClickHouse would silently clamp the value.
+const MIN_YEAR = 1900;
+const MAX_YEAR = 2299;
+
+export class TimestampError extends Error {
+  override readonly name = 'TimestampError';
+}
+
+function pad(n: number, width: number): string {
+  return String(n).padStart(width, '0');
+}
+
+/** RFC 3339 text → 'YYYY-MM-DD hh:mm:ss.ffffff' in UTC, as DateTime64(6, 'UTC') takes it. */
+export function toStoreTimestamp(rfc3339: string): string {
+  const m = RFC3339.exec(rfc3339);
+  if (m === null) throw new TimestampError(`"${rfc3339}" is not an RFC 3339 date-time`);
+  const [, y, mo, d, h, mi, s, fraction = '', zone] = m as unknown as string[];
+  let offsetMinutes = 0;
+  if (zone !== 'Z' && zone !== 'z') {
+    const sign = zone!.startsWith('-') ? -1 : 1;
+    offsetMinutes = sign * (Number(zone!.slice(1, 3)) * 60 + Number(zone!.slice(4, 6)));
+  }
+  // A leap second (:60) is folded into the next second, as Date.UTC does.
+  const epochMs = Date.UTC(Number(y), Number(mo) - 1, Number(d), Number(h), Number(mi), Number(s)) - offsetMinutes * 60_000;
+  const utc = new Date(epochMs);
+  const year = utc.getUTCFullYear();
+  if (Number.isNaN(epochMs) || year < MIN_YEAR || year > MAX_YEAR) {
+    throw new TimestampError(`"${rfc3339}" is outside ${MIN_YEAR}..${MAX_YEAR}`);
+  }
+  const micros = fraction.padEnd(6, '0').slice(0, 6);
+  return (
+    `${pad(year, 4)}-${pad(utc.getUTCMonth() + 1, 2)}-${pad(utc.getUTCDate(), 2)} ` +
+    `${pad(utc.getUTCHours(), 2)}:${pad(utc.getUTCMinutes(), 2)}:${pad(utc.getUTCSeconds(), 2)}.${micros}`
+  );
+}
+
+/** 'YYYY-MM-DD hh:mm:ss.ffffff' (UTC) → 'YYYY-MM-DDThh:mm:ss.ffffffZ'. */
+export function fromStoreTimestamp(stored: string): string {
+  const m = STORE_FORMAT.exec(stored);
+  if (m === null) throw new TimestampError(`"${stored}" is not a stored DateTime64(6) value`);
+  return `${m[1]}T${m[2]}.${m[3]}Z`;
+}
+
+export function isStoreTimestamp(value: string): boolean {
+  return STORE_FORMAT.test(value);
+}

@@ -1,0 +1,46 @@
+import { expect } from 'chai';
+import type { ErrorEnvelope } from '../../../src/generated/schema-types.js';
+import { createSchemaRegistry } from '../../../src/schemas/schema-registry.js';
+import { uuid } from '../../support/factories.js';
+import type { TestGateway } from '../../support/test-gateway.js';
+import { sharedGateway } from './shared-gateway.js';
+
+const schemas = createSchemaRegistry();
+
+describe('error envelope for unmatched requests', () => {
+  let gw: TestGateway;
+  before(async () => {
+    gw = await sharedGateway();
+  });
+
+  function expectEnvelope(body: unknown) {
+    const checked = schemas.check('error-envelope.schema.json', body);
+    expect(checked.ok, JSON.stringify(body)).to.equal(true);
+  }
+
+  it('answers an unknown route with 404 in the envelope', async () => {
+    const res = await gw.call<ErrorEnvelope>('GET', '/projects');
+    expect(res.status).to.equal(404);
+    expectEnvelope(res.body);
+    expect(res.body.message).to.equal('Not found');
+  });
+
+  it('answers a path outside the API prefix with 404 in the envelope', async () => {
+    const res = await fetch(new URL('/', gw.baseUrl));
+    expect(res.status).to.equal(404);
+    expectEnvelope(await res.json());
+  });
+
+  it('answers a wrong method with 405, the envelope and an Allow header', async () => {
+    const res = await gw.call<ErrorEnvelope>('DELETE', `/projects/${uuid()}/events`);
+    expect(res.status).to.equal(405);
+    expectEnvelope(res.body);
+    expect(res.headers.get('allow')).to.equal('HEAD, GET');
+  });
+
+  it('answers 405 for GET on the enroll route', async () => {
+    const res = await gw.call<ErrorEnvelope>('GET', `/projects/${uuid()}/fleets/${uuid()}/devices/${uuid()}/enroll`);
+    expect(res.status).to.equal(405);
+    expect(res.headers.get('allow')).to.equal('POST');
+  });
+});

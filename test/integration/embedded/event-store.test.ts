@@ -1,0 +1,77 @@
+import { expect } from 'chai';
+import { join } from 'node:path';
+import type { CanonicalEventPageResponse, EnrollmentAccepted } from '../../../src/generated/schema-types.js';
+import { feedSql } from '../../../src/store/clickhouse-event-store.js';
+import { createChdbTransport } from '../../../src/store/chdb-transport.js';
+import type { SqlTransport } from '../../../src/store/sql-transport.js';
+import { canonicalEvent, eventSeries, uuid } from '../../support/factories.js';
+import type { TestGateway, Tenant } from '../../support/test-gateway.js';
+import { sharedGateway } from './shared-gateway.js';
+
+describe('event store on the embedded engine', () => {
+  let gw: TestGateway;
+  let tenant: Tenant;
+  let headers: Record<string, string>;
+  let sql: SqlTransport;
+
+  before(async () => {
+    gw = await sharedGateway();
+    tenant = gw.tenant();
+    headers = await tenant.headers();
+    // A second connection to the same directory is allowed within one process.
+    sql = createChdbTransport({ path: join(gw.dataDir, 'clickhouse') });
+  });
+
+  after(async () => {
+    await sql.command('SYSTEM START MERGES events');
+    await sql.close();
+  });
+
+  it('shows a redelivered event once, though both copies are stored', async () => {
+    const event = canonicalEvent({ org_id: tenant.orgId, project_id: tenant.projectId });
+    // With merges stopped both copies stay in the table, so the feed query itself must fold them.
+    await sql.command('SYSTEM STOP MERGES events');
+    await gw.seed([event]);
+    await gw.seed([event]);
+    const [row] = await sql.query<{ n: string }>('SELECT count() AS n FROM events WHERE id = {id:UUID}', { id: event.id });
+    expect(Number(row!.n)).to.equal(2);
+    const feed = await gw.call<CanonicalEventPageResponse>('GET', `/projects/${tenant.projectId}/events`, { headers });
+    expect(feed.body.data.items.filter((e) => e.id === event.id)).to.have.length(1);
+  });
+
+  it('reads a keyset page through the primary key, in reverse order', async () => {
+    const t = gw.tenant();
+    await gw.seed(eventSeries(500, { org_id: t.orgId, project_id: t.projectId }));
+    const { sql: query, params } = feedSql({
+      orgId: t.orgId,
+      projectId: t.projectId,
+      filters: { domain: 'telemetry' },
+      after: { occurredAt: '2026-01-01 00:04:00.000000', id: uuid() },
+      limit: 51,
+    });
+    const plan = (await sql.query<{ explain: string }>(`EXPLAIN indexes = 1 ${query}`, params)).map((r) => r.explain).join('\n');
+    expect(plan).to.match(/Read type: InReverseOrder/);
+    const primaryKey = plan.slice(plan.indexOf('PrimaryKey'));
+    expect(primaryKey).to.match(/Condition:.*occurred_at in \(-Inf,/);
+    expect(primaryKey).to.match(/project_id in \[/);
+  });
+
+  it('keeps accepted commands and their events across a restart', async () => {
+    const deviceId = uuid();
+    const res = await gw.call<{ data: EnrollmentAccepted }>('POST', `/projects/${tenant.projectId}/fleets/${uuid()}/devices/${deviceId}/enroll`, {
+      headers,
+      body: { external_id: 'X-1' },
+    });
+    expect(res.status).to.equal(202);
+    await gw.restart();
+    const feed = await gw.call<CanonicalEventPageResponse>('GET', `/projects/${tenant.projectId}/events?device_id=${deviceId}`, { headers });
+    expect(feed.body.data.items.map((e) => e.correlation_id)).to.deep.equal([res.body.data.enrollment_id]);
+    const logged = await sql.query<{ topic: string; key: string; value: string }>(
+      'SELECT topic, key, value FROM command_log WHERE command_id = {id:UUID}',
+      { id: res.body.data.enrollment_id },
+    );
+    expect(logged).to.have.length(1);
+    expect(logged[0]).to.deep.include({ topic: 'core.device-enrollment.commands', key: deviceId });
+    expect(JSON.parse(logged[0]!.value)).to.deep.include({ type: 'device.enroll', device_id: deviceId, body: { external_id: 'X-1' } });
+  });
+});

@@ -1,0 +1,55 @@
+import { randomUUID } from 'node:crypto';
+import { signHs256Token } from '../../src/auth/sign-token.js';
+import type { CanonicalEvent } from '../../src/generated/schema-types.js';
+
+export const uuid = (): string => randomUUID();
+
+export const ALL_SCOPES = ['events:read', 'devices:enroll', 'edge-policy:write'] as const;
+
+/** A schema-valid canonical event; override any field. */
+export function canonicalEvent(overrides: Partial<CanonicalEvent> = {}): CanonicalEvent {
+  return {
+    id: uuid(),
+    org_id: uuid(),
+    project_id: uuid(),
+    domain: 'telemetry',
+    entity: 'reading',
+    action: 'recorded',
+    occurred_at: new Date().toISOString(),
+    correlation_id: null,
+    device_id: uuid(),
+    fleet_id: uuid(),
+    payload: { temperature: 21.5 },
+    source_service: 'sensor-hub',
+    span_id: null,
+    trace_id: null,
+    ...overrides,
+  };
+}
+
+/** `count` events one second apart, newest last, starting at `start`. */
+export function eventSeries(count: number, base: Partial<CanonicalEvent>, start = Date.parse('2026-01-01T00:00:00Z')): CanonicalEvent[] {
+  return Array.from({ length: count }, (_, i) =>
+    canonicalEvent({ ...base, occurred_at: new Date(start + i * 1000).toISOString() }),
+  );
+}
+
+export interface TokenOptions {
+  readonly orgIds?: readonly string[];
+  readonly scopes?: readonly string[];
+  readonly sub?: string;
+  readonly issuer?: string;
+  readonly audience?: string;
+  readonly ttlSeconds?: number;
+}
+
+export function hs256Token(secret: string, options: TokenOptions = {}): Promise<string> {
+  return signHs256Token(secret, {
+    sub: options.sub ?? 'test-user',
+    orgIds: options.orgIds ?? [],
+    scopes: options.scopes ?? ALL_SCOPES,
+    ...(options.issuer === undefined ? {} : { issuer: options.issuer }),
+    ...(options.audience === undefined ? {} : { audience: options.audience }),
+    ...(options.ttlSeconds === undefined ? {} : { ttlSeconds: options.ttlSeconds }),
+  });
+}

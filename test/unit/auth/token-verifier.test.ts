@@ -1,0 +1,73 @@
+import { expect } from 'chai';
+import { createPublicKey } from 'node:crypto';
+import { SignJWT, exportSPKI, generateKeyPair } from 'jose';
+import { algorithmsForPublicKey, createTokenVerifier } from '../../../src/auth/token-verifier.js';
+import { AppError } from '../../../src/errors.js';
+
+const ORG = 'aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa';
+const claims = { org_ids: [ORG], scope: 'events:read' };
+
+async function rejection(promise: Promise<unknown>): Promise<AppError> {
+  try {
+    await promise;
+  } catch (error) {
+    expect(error).to.be.instanceOf(AppError);
+    return error as AppError;
+  }
+  throw new Error('expected a rejection');
+}
+
+describe('token verifier', () => {
+  describe('with a PEM public key', () => {
+    it('verifies ES256 and refuses an HS256 token signed with the public key text (key confusion)', async () => {
+      const { publicKey, privateKey } = await generateKeyPair('ES256', { extractable: true });
+      const pem = await exportSPKI(publicKey);
+      const verifier = createTokenVerifier({ key: { kind: 'public-key', pem } });
+      const good = await new SignJWT(claims).setProtectedHeader({ alg: 'ES256' }).setSubject('u').setExpirationTime('1h').sign(privateKey);
+      expect((await verifier.verify(good)).subject).to.equal('u');
+
+      const forged = await new SignJWT(claims).setProtectedHeader({ alg: 'HS256' }).setSubject('u').setExpirationTime('1h')
+        .sign(new TextEncoder().encode(pem));
+      const error = await rejection(verifier.verify(forged));
+      expect(error.code).to.equal('UNAUTHENTICATED');
+      expect(error.detail).to.match(/algorithm is not allowed/);
+    });
+
+    it('maps key types to their algorithms only', async () => {
+      const rsa = await generateKeyPair('RS256', { extractable: true });
+      const ed = await generateKeyPair('EdDSA', { extractable: true });
+      const es384 = await generateKeyPair('ES384', { extractable: true });
+      expect(algorithmsForPublicKey(createPublicKey(await exportSPKI(rsa.publicKey)))).to.deep.equal(['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512']);
+      expect(algorithmsForPublicKey(createPublicKey(await exportSPKI(ed.publicKey)))).to.deep.equal(['EdDSA', 'Ed25519']);
+      expect(algorithmsForPublicKey(createPublicKey(await exportSPKI(es384.publicKey)))).to.deep.equal(['ES384']);
+    });
+  });
+
+  describe('with issuer and audience configured', () => {
+    const secret = 'k'.repeat(32);
+    const verifier = createTokenVerifier({ key: { kind: 'hs256', secret }, issuer: 'https://idp', audience: 'core-api' });
+    const sign = (iss?: string, aud?: string) => {
+      let jwt = new SignJWT(claims).setProtectedHeader({ alg: 'HS256' }).setSubject('u').setExpirationTime('1h');
+      if (iss) jwt = jwt.setIssuer(iss);
+      if (aud) jwt = jwt.setAudience(aud);
+      return jwt.sign(new TextEncoder().encode(secret));
+    };
+
+    it('accepts the right iss and aud', async () => {
+      expect((await verifier.verify(await sign('https://idp', 'core-api'))).subject).to.equal('u');
+    });
+
+    for (const [iss, aud, claim] of [
+      ['https://evil', 'core-api', 'iss'],
+      [undefined, 'core-api', 'iss'],
+      ['https://idp', 'other', 'aud'],
+      ['https://idp', undefined, 'aud'],
+    ] as const) {
+      it(`is a 401 for iss=${String(iss)} aud=${String(aud)}`, async () => {
+        const error = await rejection(verifier.verify(await sign(iss, aud)));
+        expect(error.code).to.equal('UNAUTHENTICATED');
+        expect(error.detail).to.include(`"${claim}"`);
+      });
+    }
+  });
+});

@@ -1,0 +1,105 @@
+import { expect } from 'chai';
+import type { CommandPublisher, PublishRequest } from '../../../src/commands/command-publisher.js';
+import { createEnrollDevice, type EnrollInput } from '../../../src/commands/enroll-device.js';
+import type { IdempotencyEntry, IdempotencyStore } from '../../../src/commands/idempotency-store.js';
+import { AppError } from '../../../src/errors.js';
+import { createSchemaRegistry } from '../../../src/schemas/schema-registry.js';
+import { uuid } from '../../support/factories.js';
+
+const schemas = createSchemaRegistry();
+
+/** In-memory stand-ins for our own ports; Kafka and ClickHouse are exercised in test/integration. */
+function fakes(options: { failPublishes?: number } = {}) {
+  const published: PublishRequest[] = [];
+  const entries = new Map<string, IdempotencyEntry>();
+  let failures = options.failPublishes ?? 0;
+  const publisher: CommandPublisher = {
+    async publish(request) {
+      if (failures > 0) {
+        failures -= 1;
+        throw new AppError('UPSTREAM_UNAVAILABLE', 'broker down');
+      }
+      published.push(request);
+    },
+    async close() {},
+  };
+  const idempotency: IdempotencyStore = {
+    async find(ref) {
+      return entries.get(`${ref.orgId}|${ref.scope}|${ref.key}`);
+    },
+    async save(ref, entry) {
+      entries.set(`${ref.orgId}|${ref.scope}|${ref.key}`, entry);
+    },
+  };
+  let clock = Date.parse('2026-06-01T12:00:00Z');
+  const env = { now: () => new Date((clock += 1000)), newId: uuid };
+  return { published, enroll: createEnrollDevice({ publisher, idempotency, topic: 'enroll.topic', env }) };
+}
+
+function input(overrides: Partial<EnrollInput> = {}): EnrollInput {
+  return {
+    context: { orgId: uuid(), requestedBy: 'alice', trace: undefined },
+    path: { project_id: uuid(), fleet_id: uuid(), device_id: uuid() },
+    body: { display_name: 'Pump' },
+    idempotencyKey: undefined,
+    ...overrides,
+  };
+}
+
+describe('enroll device', () => {
+  it('publishes a schema-valid command keyed by device_id, and its event', async () => {
+    const { published, enroll } = fakes();
+    const req = input({ idempotencyKey: 'k1' });
+    const accepted = await enroll(req);
+    expect(published).to.have.length(1);
+    const { command, event } = published[0]!;
+    expect(command).to.deep.include({ topic: 'enroll.topic', key: req.path.device_id, commandId: accepted.enrollment_id });
+    expect(command.headers).to.deep.equal({
+      'content-type': 'application/json',
+      schema: 'enrollment-command.schema.json',
+      'schema-version': '1',
+      'idempotency-key': 'k1',
+    });
+    expect(schemas.check('enrollment-command.schema.json', command.value).ok).to.equal(true);
+    expect(command.value).to.deep.include({ org_id: req.context.orgId, requested_by: 'alice', idempotency_key: 'k1' });
+    expect(schemas.check('canonical-event.schema.json', event).ok).to.equal(true);
+    expect(event).to.deep.include({ domain: 'devices', entity: 'enrollment', action: 'queued', correlation_id: accepted.enrollment_id });
+  });
+
+  it('republishes the very same command and event for a retry, and answers the same', async () => {
+    const { published, enroll } = fakes();
+    const req = input({ idempotencyKey: 'k' });
+    const first = await enroll(req);
+    const second = await enroll(req);
+    expect(second).to.deep.equal(first);
+    expect(published).to.have.length(2);
+    expect(published[1]).to.deep.equal(published[0]);
+  });
+
+  it('lets a retry deliver a command whose first publish failed after it was recorded', async () => {
+    const { published, enroll } = fakes({ failPublishes: 1 });
+    const req = input({ idempotencyKey: 'k' });
+    let error: unknown;
+    await enroll(req).catch((e: unknown) => (error = e));
+    expect((error as AppError).code).to.equal('UPSTREAM_UNAVAILABLE');
+    const accepted = await enroll(req);
+    expect(published).to.have.length(1);
+    expect(published[0]!.command.commandId).to.equal(accepted.enrollment_id);
+  });
+
+  it('refuses a key reused for a different body', async () => {
+    const { enroll } = fakes();
+    const req = input({ idempotencyKey: 'k' });
+    await enroll(req);
+    let error: unknown;
+    await enroll({ ...req, body: { display_name: 'Other' } }).catch((e: unknown) => (error = e));
+    expect((error as AppError).code).to.equal('IDEMPOTENCY_KEY_REUSED');
+    expect((error as AppError).status).to.equal(422);
+  });
+
+  it('makes a new enrollment for every request without a key', async () => {
+    const { enroll } = fakes();
+    const req = input();
+    expect((await enroll(req)).enrollment_id).to.not.equal((await enroll(req)).enrollment_id);
+  });
+});

@@ -1,0 +1,39 @@
+import { expect } from 'chai';
+import { AppError } from '../../../src/errors.js';
+import { allValid, createSchemaRegistry } from '../../../src/schemas/schema-registry.js';
+
+const schemas = createSchemaRegistry();
+
+describe('schema registry', () => {
+  it('coerces query strings but not bodies', () => {
+    expect(schemas.check('events-query.schema.json', { limit: '5' }, 'query')).to.deep.equal({ ok: true, value: { limit: 5 } });
+    expect(schemas.check('enrollment-request.schema.json', { display_name: 5 }, 'body').ok).to.equal(false);
+  });
+
+  it('names fields by location and path', () => {
+    const result = schemas.check('enrollment-request.schema.json', { meta: 1, x: 2 }, 'body');
+    expect(result).to.deep.equal({ ok: false, fields: { 'body.meta': 'must be object', 'body.x': 'is not allowed' } });
+  });
+
+  it('gathers the failures of every part into one error', () => {
+    try {
+      allValid(
+        schemas.check('project-path.schema.json', { project_id: 'x' }, 'path'),
+        schemas.check('events-query.schema.json', { limit: 'y' }, 'query'),
+      );
+      expect.fail('expected a validation error');
+    } catch (error) {
+      expect((error as AppError).code).to.equal('VALIDATION_FAILED');
+      expect((error as AppError).fields).to.have.keys('path.project_id', 'query.limit');
+    }
+  });
+
+  it('accepts every field of a full canonical event and rejects a missing one', () => {
+    const event = {
+      id: '11111111-1111-4111-8111-111111111111', org_id: '11111111-1111-4111-8111-111111111111', project_id: '11111111-1111-4111-8111-111111111111',
+      domain: 'd', entity: 'e', action: 'a', occurred_at: '2026-01-01T00:00:00Z',
+    };
+    expect(schemas.check('canonical-event.schema.json', event).ok).to.equal(true);
+    expect(schemas.check('canonical-event.schema.json', { ...event, occurred_at: 'yesterday' }).ok).to.equal(false);
+  });
+});

@@ -1,0 +1,62 @@
+import { expect } from 'chai';
+import { createGroupCommit } from '../../../src/store/group-commit.js';
+
+function deferred() {
+  let release!: () => void;
+  const promise = new Promise<void>((r) => (release = r));
+  return { promise, release };
+}
+
+describe('group commit', () => {
+  it('flushes an idle write at once, on its own', async () => {
+    const flushes: number[][] = [];
+    const gc = createGroupCommit<number>(async (items) => void flushes.push(items));
+    await gc.write([1]);
+    expect(flushes).to.deep.equal([[1]]);
+  });
+
+  it('coalesces the writes that arrive during a flush into the next one', async () => {
+    const flushes: number[][] = [];
+    const gate = deferred();
+    const gc = createGroupCommit<number>(async (items) => {
+      flushes.push(items);
+      if (flushes.length === 1) await gate.promise;
+    });
+    const first = gc.write([1]);
+    const rest = [gc.write([2]), gc.write([3, 4]), gc.write([5])];
+    gate.release();
+    await Promise.all([first, ...rest]);
+    expect(flushes).to.deep.equal([[1], [2, 3, 4, 5]]);
+  });
+
+  it('rejects exactly the writers of a failed flush', async () => {
+    const gate = deferred();
+    let calls = 0;
+    const gc = createGroupCommit<number>(async (items) => {
+      calls += 1;
+      if (calls === 1) await gate.promise;
+      if (items.includes(2)) throw new Error('disk full');
+    });
+    const ok = gc.write([1]);
+    const failing = gc.write([2]);
+    gate.release();
+    await ok;
+    let error: unknown;
+    await failing.catch((e: unknown) => (error = e));
+    expect((error as Error).message).to.equal('disk full');
+    await gc.write([3]);
+  });
+
+  it('splits a backlog larger than maxItems', async () => {
+    const flushes: number[][] = [];
+    const gate = deferred();
+    const gc = createGroupCommit<number>(async (items) => {
+      flushes.push(items);
+      if (flushes.length === 1) await gate.promise;
+    }, { maxItems: 3 });
+    const writes = [gc.write([0]), gc.write([1, 2]), gc.write([3]), gc.write([4, 5])];
+    gate.release();
+    await Promise.all(writes);
+    expect(flushes).to.deep.equal([[0], [1, 2, 3], [4, 5]]);
+  });
+});
