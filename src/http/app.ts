@@ -10,17 +10,24 @@ import { errorHandler, unmatchedRoutes } from './error-response.js';
 import { registerEdgePolicyRoute } from './routes/edge-policy-route.js';
 import { registerEnrollRoute } from './routes/enroll-route.js';
 import { registerEventsRoute } from './routes/events-route.js';
+import { registerHealthRoutes, type ReadinessCheck } from './routes/health-route.js';
 import type { GatewayState } from './state.js';
 
 export const API_PREFIX = '/core/api/v1';
 
-export interface AppDependencies {
-  readonly logger: Logger;
+export interface ApiDependencies {
   readonly verifier: TokenVerifier;
   readonly schemas: SchemaRegistry;
   readonly feed: FeedService;
   readonly enroll: EnrollDevice;
   readonly updateEdgePolicy: UpdateEdgePolicy;
+}
+
+export interface AppDependencies {
+  readonly logger: Logger;
+  readonly ready: ReadinessCheck;
+  /** The Core API; absent in a consumer-only process, which serves health only. */
+  readonly api: ApiDependencies | undefined;
 }
 
 /** The HTTP surface: request → authenticate → validate → act → envelope. Holds no state of its own. */
@@ -29,14 +36,20 @@ export function createApp(deps: AppDependencies): Koa<GatewayState> {
   // Koa would otherwise print every error it sees; ours are answered and logged in errorHandler.
   app.silent = true;
 
-  const router = new Router<GatewayState>({ prefix: API_PREFIX });
-  registerEventsRoute(router, deps);
-  registerEnrollRoute(router, deps);
-  registerEdgePolicyRoute(router, deps);
+  const health = new Router<GatewayState>();
+  registerHealthRoutes(health, deps.ready);
+  const api = new Router<GatewayState>({ prefix: API_PREFIX });
+  if (deps.api !== undefined) {
+    registerEventsRoute(api, deps.api);
+    registerEnrollRoute(api, deps.api);
+    registerEdgePolicyRoute(api, deps.api);
+  }
 
   app.use(errorHandler(deps.logger));
   app.use(unmatchedRoutes());
-  app.use(router.routes());
-  app.use(router.allowedMethods());
+  for (const router of [health, api]) {
+    app.use(router.routes());
+    app.use(router.allowedMethods());
+  }
   return app;
 }

@@ -13,6 +13,9 @@ export interface MessageSource {
 
 export interface RawEventMessage {
   readonly value: Buffer | string | null;
+  /** Kept so that a dead-lettered message goes out as it came in. */
+  readonly key?: Buffer | string | null;
+  readonly headers?: Readonly<Record<string, Buffer | string>>;
   readonly source?: MessageSource;
 }
 

@@ -1,6 +1,7 @@
 import { randomBytes, randomUUID } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
+import type { Kafka } from 'kafkajs';
 import { resolve } from 'node:path';
 import type { CommandEnvironment } from '../commands/command-context.js';
 import type { CommandPublisher } from '../commands/command-publisher.js';
@@ -10,23 +11,26 @@ import { createUpdateEdgePolicy } from '../commands/update-edge-policy.js';
 import type { Config } from '../config.js';
 import { createCursorCodec } from '../feed/cursor.js';
 import { createFeedService } from '../feed/feed-service.js';
-import { createApp } from '../http/app.js';
+import { createApp, type ApiDependencies } from '../http/app.js';
 import { createEventIngestor, type EventIngestor } from '../ingest/event-ingestor.js';
 import type { Logger } from '../logger.js';
-import { createSchemaRegistry } from '../schemas/schema-registry.js';
+import { createSchemaRegistry, type SchemaRegistry } from '../schemas/schema-registry.js';
 import { createClickHouseCommandLog } from '../store/clickhouse-command-log.js';
 import { createClickHouseEventStore } from '../store/clickhouse-event-store.js';
 import { createClickHouseIdempotencyStore } from '../store/clickhouse-idempotency-store.js';
+import type { EventStore } from '../store/event-store.js';
+import type { SqlTransport } from '../store/sql-transport.js';
 import { createVerifier } from './auth-runtime.js';
+import { kafkaCommandPublisher, openKafka, startIngestConsumer } from './kafka-runtime.js';
 import { loadOrCreateSecret } from './secrets.js';
 import { openStore } from './store-runtime.js';
 
 export interface Runtime {
-  /** Base URL of the HTTP server, e.g. http://127.0.0.1:8080 (absent for ROLE=consumer). */
-  readonly url: string | undefined;
-  /** The ingest side of the bus: events given here are validated and stored as the consumer stores them. */
+  /** Base URL of the HTTP server, e.g. http://127.0.0.1:8080 (health only for ROLE=consumer). */
+  readonly url: string;
+  /** The ingest side: events given here are validated and stored as the consumer stores them. */
   readonly ingestor: EventIngestor;
-  /** Stops accepting requests, finishes those in flight, then closes the bus and the store. */
+  /** Stops taking requests and messages, finishes what is in flight, then closes Kafka and the store. */
   close(): Promise<void>;
 }
 
@@ -42,49 +46,85 @@ function cursorKey(config: Config, logger: Logger): Buffer {
 }
 
 function listen(server: Server, port: number, host: string): Promise<AddressInfo> {
-  return new Promise((resolveListen, reject) => {
-    server.once('error', reject);
+  return new Promise((done, fail) => {
+    server.once('error', fail);
     server.listen(port, host, () => {
-      server.off('error', reject);
-      resolveListen(server.address() as AddressInfo);
+      server.off('error', fail);
+      done(server.address() as AddressInfo);
     });
   });
 }
 
-/** Composition root: builds every adapter from the configuration and wires them together. */
-export async function startRuntime(config: Config, logger: Logger, env: CommandEnvironment = systemEnvironment): Promise<Runtime> {
-  const schemas = createSchemaRegistry();
-  const transport = await openStore(config);
-  const store = createClickHouseEventStore(transport);
-  const ingestor = createEventIngestor({ store, schemas });
-  const publisher: CommandPublisher = createInProcessCommandPublisher({ log: createClickHouseCommandLog(transport), ingestor });
-
-  const app = createApp({
-    logger,
+function apiDependencies(
+  config: Config,
+  logger: Logger,
+  env: CommandEnvironment,
+  parts: { transport: SqlTransport; store: EventStore; publisher: CommandPublisher; schemas: SchemaRegistry },
+): ApiDependencies {
+  return {
     verifier: createVerifier(config, logger),
-    schemas,
-    feed: createFeedService({ store, cursors: createCursorCodec(cursorKey(config, logger)) }),
+    schemas: parts.schemas,
+    feed: createFeedService({ store: parts.store, cursors: createCursorCodec(cursorKey(config, logger)) }),
     enroll: createEnrollDevice({
-      publisher,
-      idempotency: createClickHouseIdempotencyStore(transport),
+      publisher: parts.publisher,
+      idempotency: createClickHouseIdempotencyStore(parts.transport),
       topic: config.topics.enrollmentCommands,
       env,
     }),
-    updateEdgePolicy: createUpdateEdgePolicy({ publisher, topic: config.topics.edgePolicyCommands, env }),
-  });
-  const http = createServer(app.callback());
-  const address = await listen(http, config.port, config.host);
+    updateEdgePolicy: createUpdateEdgePolicy({ publisher: parts.publisher, topic: config.topics.edgePolicyCommands, env }),
+  };
+}
+
+async function startHttp(config: Config, app: ReturnType<typeof createApp>): Promise<{ url: string; close: () => Promise<void> }> {
+  const server = createServer(app.callback());
+  const address = await listen(server, config.port, config.host);
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   const url = `http://${host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host}:${address.port}`;
-  logger.info({ url, store: transport.kind, bus: 'in-process' }, 'gateway listening');
+  return { url, close: () => new Promise<void>((done) => server.close(() => done())) };
+}
 
-  return {
-    url,
-    ingestor,
-    async close() {
-      await new Promise<void>((done) => http.close(() => done()));
-      await publisher.close();
-      await transport.close();
-    },
+/**
+ * Composition root. ROLE=all runs gateway and ingestion together: on the in-process bus
+ * without KAFKA_BROKERS, through Kafka with it. ROLE=gateway and ROLE=consumer run one
+ * side each (config.ts requires Kafka and a ClickHouse server for them).
+ */
+export async function startRuntime(config: Config, logger: Logger, env: CommandEnvironment = systemEnvironment): Promise<Runtime> {
+  const transport = await openStore(config);
+  const closers: (() => Promise<void>)[] = [() => transport.close()];
+  const close = async () => {
+    for (const step of [...closers].reverse()) await step();
   };
+  try {
+    const schemas = createSchemaRegistry();
+    const store = createClickHouseEventStore(transport);
+    const ingestor = createEventIngestor({ store, schemas });
+    let kafka: Kafka | undefined;
+    if (config.kafka !== undefined) {
+      kafka = await openKafka(config, config.kafka, logger);
+      if (config.role !== 'gateway') {
+        const consumer = await startIngestConsumer(kafka, config, config.kafka, ingestor, logger);
+        closers.push(() => consumer.stop());
+      }
+    }
+    let api: ApiDependencies | undefined;
+    if (config.role !== 'consumer') {
+      const publisher =
+        kafka === undefined || config.kafka === undefined
+          ? createInProcessCommandPublisher({ log: createClickHouseCommandLog(transport), ingestor })
+          : kafkaCommandPublisher(kafka, config, config.kafka, logger);
+      closers.push(() => publisher.close());
+      api = apiDependencies(config, logger, env, { transport, store, publisher, schemas });
+    }
+    const http = await startHttp(config, createApp({ logger, api, ready: () => transport.command('SELECT 1') }));
+    closers.push(http.close);
+    const url = http.url;
+    logger.info(
+      { url, role: config.role, store: transport.kind, bus: config.kafka === undefined ? 'in-process' : 'kafka' },
+      'core-gateway started',
+    );
+    return { url, ingestor, close };
+  } catch (error) {
+    await close().catch(() => undefined);
+    throw error;
+  }
 }

@@ -1,13 +1,22 @@
 /**
  * Coalesces concurrent writes into one flush. While a flush runs, new writes queue up;
- * when it ends, everything queued goes out together. An idle writer flushes at once, so
- * batching adds no latency when there is no contention. Every writer's promise settles
- * with the outcome of the flush that carried its items.
+ * when it ends, everything queued goes out together. Without `lingerMs` an idle writer
+ * flushes at once, so batching adds no latency when there is no contention; with it, a
+ * batch waits up to that long to fill to `maxItems` (the ingest consumer's size-or-time
+ * batching). Every writer's promise settles with the outcome of the flush that carried
+ * its items.
  */
 export interface GroupCommit<T> {
   write(items: readonly T[]): Promise<void>;
-  /** Resolves when nothing is queued or in flight. */
+  /** Flushes what is lingering and resolves when nothing is queued or in flight. */
   drain(): Promise<void>;
+}
+
+export interface GroupCommitOptions {
+  /** Most items in one flush; a backlog is split. A single larger write still goes out whole. */
+  readonly maxItems?: number;
+  /** How long a partial batch waits for more items before it is flushed. */
+  readonly lingerMs?: number;
 }
 
 interface Pending<T> {
@@ -16,42 +25,66 @@ interface Pending<T> {
   reject: (error: unknown) => void;
 }
 
-export function createGroupCommit<T>(
-  flush: (items: T[]) => Promise<void>,
-  options: { maxItems?: number } = {},
-): GroupCommit<T> {
+export function createGroupCommit<T>(flush: (items: T[]) => Promise<void>, options: GroupCommitOptions = {}): GroupCommit<T> {
   const maxItems = options.maxItems ?? 50_000;
+  const lingerMs = options.lingerMs ?? 0;
   let queue: Pending<T>[] = [];
+  let queued = 0;
   let running: Promise<void> | undefined;
+  let timer: NodeJS.Timeout | undefined;
+
+  function takeBatch(): Pending<T>[] {
+    const batch: Pending<T>[] = [];
+    let count = 0;
+    while (queue.length > 0 && (batch.length === 0 || count + queue[0]!.items.length <= maxItems)) {
+      const next = queue.shift()!;
+      batch.push(next);
+      count += next.items.length;
+    }
+    queued -= count;
+    return batch;
+  }
 
   async function run(): Promise<void> {
-    while (queue.length > 0) {
-      const batch: Pending<T>[] = [];
-      let count = 0;
-      while (queue.length > 0 && (batch.length === 0 || count + queue[0]!.items.length <= maxItems)) {
-        const next = queue.shift()!;
-        batch.push(next);
-        count += next.items.length;
-      }
+    do {
+      const batch = takeBatch();
       try {
         await flush(batch.flatMap((p) => p.items));
         for (const p of batch) p.resolve();
       } catch (error) {
         for (const p of batch) p.reject(error);
       }
-    }
+    } while (queue.length > 0 && (lingerMs === 0 || queued >= maxItems));
     running = undefined;
+    schedule();
+  }
+
+  function startNow(): void {
+    if (timer !== undefined) clearTimeout(timer);
+    timer = undefined;
+    running = run();
+  }
+
+  function schedule(): void {
+    if (running !== undefined || queue.length === 0) return;
+    if (lingerMs === 0 || queued >= maxItems) startNow();
+    else timer ??= setTimeout(startNow, lingerMs);
   }
 
   return {
     write(items) {
       return new Promise<void>((resolve, reject) => {
         queue.push({ items, resolve, reject });
-        running ??= run();
+        queued += items.length;
+        schedule();
       });
     },
     async drain() {
-      while (running !== undefined) await running;
+      for (;;) {
+        if (running !== undefined) await running;
+        else if (queue.length > 0) startNow();
+        else return;
+      }
     },
   };
 }

@@ -27,8 +27,8 @@ export interface TestGateway {
   call<B = unknown>(method: string, path: string, options?: RequestOptions): Promise<HttpResponse<B>>;
   /** Puts events into the store through the real ingest path. */
   seed(events: readonly CanonicalEvent[]): Promise<void>;
-  /** Closes the runtime and opens it again on the same data directory. */
-  restart(): Promise<void>;
+  /** Closes the runtime, runs `whileDown` if given, and opens it again on the same data directory. */
+  restart(whileDown?: () => Promise<void>): Promise<void>;
   close(): Promise<void>;
 }
 
@@ -73,8 +73,9 @@ export async function startTestGateway(extraEnv: Record<string, string> = {}): P
       const result = await runtime.ingestor.ingestMessages(events.map((e) => ({ value: JSON.stringify(e) })));
       if (result.rejected.length > 0) throw new Error(`seed rejected: ${result.rejected.map((r) => r.detail).join(', ')}`);
     },
-    async restart() {
+    async restart(whileDown) {
       await runtime.close();
+      await whileDown?.();
       runtime = await startRuntime(config, logger);
       baseUrl = `${runtime.url}${API_PREFIX}`;
     },

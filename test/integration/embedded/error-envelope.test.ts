@@ -44,3 +44,18 @@ describe('error envelope for unmatched requests', () => {
     expect(res.headers.get('allow')).to.equal('POST');
   });
 });
+
+describe('health endpoints', () => {
+  let gw: TestGateway;
+  before(async () => {
+    gw = await sharedGateway();
+  });
+
+  it('answers /healthz and /readyz without credentials', async () => {
+    for (const path of ['/healthz', '/readyz']) {
+      const res = await fetch(new URL(path, gw.baseUrl));
+      expect(res.status, path).to.equal(200);
+      expect(await res.json()).to.deep.include({ ok: 1 });
+    }
+  });
+});

@@ -60,3 +60,32 @@ describe('group commit', () => {
     expect(flushes).to.deep.equal([[0], [1, 2, 3], [4, 5]]);
   });
 });
+
+describe('group commit with linger', () => {
+  it('waits up to lingerMs to fill a batch', async () => {
+    const flushes: number[][] = [];
+    const gc = createGroupCommit<number>(async (items) => void flushes.push(items), { lingerMs: 30, maxItems: 100 });
+    const writes = [gc.write([1]), gc.write([2])];
+    await new Promise((r) => setTimeout(r, 5));
+    expect(flushes).to.deep.equal([]);
+    writes.push(gc.write([3]));
+    await Promise.all(writes);
+    expect(flushes).to.deep.equal([[1, 2, 3]]);
+  });
+
+  it('flushes at once when maxItems is reached', async () => {
+    const flushes: number[][] = [];
+    const gc = createGroupCommit<number>(async (items) => void flushes.push(items), { lingerMs: 60_000, maxItems: 3 });
+    await Promise.all([gc.write([1, 2]), gc.write([3])]);
+    expect(flushes).to.deep.equal([[1, 2, 3]]);
+  });
+
+  it('flushes a lingering batch on drain', async () => {
+    const flushes: number[][] = [];
+    const gc = createGroupCommit<number>(async (items) => void flushes.push(items), { lingerMs: 60_000, maxItems: 100 });
+    const write = gc.write([7]);
+    await gc.drain();
+    await write;
+    expect(flushes).to.deep.equal([[7]]);
+  });
+});

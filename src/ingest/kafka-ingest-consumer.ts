@@ -1,0 +1,125 @@
+import type { Consumer, EachBatchPayload, IHeaders, Kafka, Producer } from 'kafkajs';
+import type { Logger } from '../logger.js';
+import { createGroupCommit } from '../store/group-commit.js';
+import { deadLetterMessage } from './dead-letter.js';
+import type { EventIngestor, RawEventMessage } from './event-ingestor.js';
+
+export interface IngestConsumerOptions {
+  readonly kafka: Kafka;
+  readonly groupId: string;
+  readonly topics: readonly string[];
+  readonly deadLetterTopic: string;
+  readonly ingestor: EventIngestor;
+  /** Most events per store insert. */
+  readonly batchSize: number;
+  /** Longest a partial batch waits for more events. */
+  readonly batchWaitMs: number;
+  readonly logger: Logger;
+}
+
+export interface IngestConsumer {
+  start(): Promise<void>;
+  stop(): Promise<void>;
+}
+
+const HEARTBEAT_EVERY_MS = 2000;
+const BACKOFF_MS = { initial: 200, max: 10_000 };
+
+function stringHeaders(headers: IHeaders | undefined): Record<string, Buffer | string> {
+  const out: Record<string, Buffer | string> = {};
+  for (const [name, value] of Object.entries(headers ?? {})) {
+    // Repeated headers keep their first value; undefined ones are dropped.
+    const first = Array.isArray(value) ? value[0] : value;
+    if (first !== undefined) out[name] = first;
+  }
+  return out;
+}
+
+const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+
+/**
+ * Reads EVENTS_TOPICS (committed data only) into the store. Batches from all partitions
+ * being consumed are merged into one insert of up to batchSize events or batchWaitMs,
+ * because ClickHouse wants thousands of rows per insert. A partition's offsets are
+ * committed only after its events are stored and its invalid messages are on the DLQ:
+ * delivery is at least once, and the store folds the copies a redelivery brings.
+ * While the store is down each batch is retried with backoff and nothing is committed;
+ * heartbeats continue throughout, so the group keeps the member.
+ */
+export function createIngestConsumer(options: IngestConsumerOptions): IngestConsumer {
+  const logger = options.logger.child({ module: 'ingest-consumer' });
+  const consumer: Consumer = options.kafka.consumer({
+    groupId: options.groupId,
+    readUncommitted: false,
+    sessionTimeout: 30_000,
+    heartbeatInterval: 3000,
+    maxWaitTimeInMs: 250,
+  });
+  const deadLetters: Producer = options.kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+
+  const inserts = createGroupCommit<RawEventMessage>(
+    async (messages) => {
+      const result = await options.ingestor.ingestMessages(messages);
+      if (result.rejected.length > 0) {
+        await deadLetters.send({ topic: options.deadLetterTopic, acks: -1, messages: result.rejected.map(deadLetterMessage) });
+        logger.warn({ count: result.rejected.length, reasons: [...new Set(result.rejected.map((r) => r.reason))] }, 'dead-lettered events');
+      }
+    },
+    { maxItems: options.batchSize, lingerMs: options.batchWaitMs },
+  );
+
+  async function storeWithRetry(payload: EachBatchPayload, messages: RawEventMessage[]): Promise<void> {
+    for (let attempt = 1; ; attempt += 1) {
+      try {
+        await inserts.write(messages);
+        return;
+      } catch (error) {
+        if (!payload.isRunning() || payload.isStale()) throw error;
+        const delay = Math.min(BACKOFF_MS.max, BACKOFF_MS.initial * 2 ** (attempt - 1));
+        logger.warn({ err: error, attempt, delayMs: delay, topic: payload.batch.topic, partition: payload.batch.partition }, 'store failed; retrying batch');
+        await sleep(delay);
+      }
+    }
+  }
+
+  async function eachBatch(payload: EachBatchPayload): Promise<void> {
+    const { batch } = payload;
+    if (batch.messages.length === 0) return;
+    const messages: RawEventMessage[] = batch.messages.map((m) => ({
+      value: m.value,
+      key: m.key,
+      headers: stringHeaders(m.headers),
+      source: { topic: batch.topic, partition: batch.partition, offset: m.offset },
+    }));
+    const beat = setInterval(() => payload.heartbeat().catch(() => undefined), HEARTBEAT_EVERY_MS);
+    try {
+      await storeWithRetry(payload, messages);
+    } finally {
+      clearInterval(beat);
+    }
+    const last = batch.messages.at(-1)!.offset;
+    payload.resolveOffset(last);
+    await consumer.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: (BigInt(last) + 1n).toString() }]);
+  }
+
+  return {
+    async start() {
+      await deadLetters.connect();
+      await consumer.connect();
+      await consumer.subscribe({ topics: [...options.topics], fromBeginning: true });
+      await consumer.run({
+        autoCommit: false,
+        eachBatchAutoResolve: false,
+        // Every assigned partition may wait in the same insert; 64 bounds the fan-in.
+        partitionsConsumedConcurrently: 64,
+        eachBatch,
+      });
+      logger.info({ topics: options.topics, groupId: options.groupId }, 'ingest consumer running');
+    },
+    async stop() {
+      await consumer.disconnect();
+      await inserts.drain().catch(() => undefined);
+      await deadLetters.disconnect();
+    },
+  };
+}

@@ -1,0 +1,32 @@
+import { Kafka, logLevel, type LogEntry, type logCreator } from 'kafkajs';
+import type { KafkaConfig } from '../config.js';
+import type { Logger } from '../logger.js';
+
+const LEVELS: Readonly<Record<number, 'error' | 'warn' | 'info' | 'debug'>> = {
+  [logLevel.ERROR]: 'error',
+  [logLevel.WARN]: 'warn',
+  [logLevel.INFO]: 'info',
+  [logLevel.DEBUG]: 'debug',
+};
+
+/** Routes kafkajs's own logs into our structured logger. */
+function pinoLogCreator(logger: Logger): logCreator {
+  const kafkaLogger = logger.child({ module: 'kafkajs' });
+  return () => (entry: LogEntry) => {
+    const level = LEVELS[entry.level] ?? 'info';
+    const { message, ...fields } = entry.log;
+    // kafkajs reports expected reconnects at ERROR; they are warnings for an operator.
+    kafkaLogger[level === 'error' ? 'warn' : level]({ namespace: entry.namespace, ...fields }, message);
+  };
+}
+
+export function createKafkaClient(config: KafkaConfig, logger: Logger): Kafka {
+  return new Kafka({
+    clientId: config.clientId,
+    brokers: [...config.brokers],
+    logLevel: logLevel.WARN,
+    logCreator: pinoLogCreator(logger),
+    connectionTimeout: 3000,
+    requestTimeout: 10_000,
+  });
+}

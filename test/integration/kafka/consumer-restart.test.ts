@@ -1,0 +1,66 @@
+import { expect } from 'chai';
+import { eventSeries } from '../../support/factories.js';
+import { waitFor } from '../../support/wait-for.js';
+import { feedSettlesAt } from './feed-helpers.js';
+import { kafkaSuite } from './kafka-suite.js';
+
+/** True once the ingest group has committed every partition of the events topic up to its end. */
+async function groupCaughtUp(): Promise<boolean | undefined> {
+  const { kafka, topics, consumerGroup } = kafkaSuite();
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    const ends = await admin.fetchTopicOffsets(topics.events);
+    const [committed] = await admin.fetchOffsets({ groupId: consumerGroup, topics: [topics.events] });
+    const byPartition = new Map(committed!.partitions.map((p) => [p.partition, p.offset]));
+    return ends.every((end) => byPartition.get(end.partition) === end.high) ? true : undefined;
+  } finally {
+    await admin.disconnect();
+  }
+}
+
+describe('ingest consumer restarts', function () {
+  this.timeout(120_000);
+
+  it('does not double the feed when a whole topic is delivered again', async () => {
+    const { gateway, kafka, topics, consumerGroup } = kafkaSuite();
+    const tenant = gateway.tenant();
+    const events = eventSeries(40, { org_id: tenant.orgId, project_id: tenant.projectId });
+    const producer = kafka.producer();
+    await producer.connect();
+    await producer.send({ topic: topics.events, acks: -1, messages: events.map((e) => ({ key: e.device_id!, value: JSON.stringify(e) })) });
+    await producer.disconnect();
+    await feedSettlesAt(tenant, 40);
+    await waitFor('offsets committed', groupCaughtUp);
+
+    // While the consumer is down its group is rewound, as if it had died before committing.
+    await gateway.restart(async () => {
+      const admin = kafka.admin();
+      await admin.connect();
+      await admin.resetOffsets({ groupId: consumerGroup, topic: topics.events, earliest: true });
+      await admin.disconnect();
+    });
+    await waitFor('the rewound topic consumed again', groupCaughtUp, 60_000, 250);
+    const items = await feedSettlesAt(tenant, 40);
+    expect(new Set(items.map((e) => e.id))).to.deep.equal(new Set(events.map((e) => e.id)));
+  });
+
+  it('resumes where it left off, with events published while it was down', async () => {
+    const { gateway, kafka, topics } = kafkaSuite();
+    const tenant = gateway.tenant();
+    const base = { org_id: tenant.orgId, project_id: tenant.projectId };
+    const before = eventSeries(10, base);
+    const during = eventSeries(10, base, Date.parse('2026-02-01T00:00:00Z'));
+    const producer = kafka.producer();
+    await producer.connect();
+    await producer.send({ topic: topics.events, acks: -1, messages: before.map((e) => ({ key: e.device_id!, value: JSON.stringify(e) })) });
+    await feedSettlesAt(tenant, 10);
+    await waitFor('offsets committed', groupCaughtUp);
+    await gateway.restart(async () => {
+      await producer.send({ topic: topics.events, acks: -1, messages: during.map((e) => ({ key: e.device_id!, value: JSON.stringify(e) })) });
+    });
+    await producer.disconnect();
+    const items = await feedSettlesAt(tenant, 20);
+    expect(new Set(items.map((e) => e.id))).to.deep.equal(new Set([...before, ...during].map((e) => e.id)));
+  });
+});
