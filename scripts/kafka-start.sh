@@ -55,14 +55,8 @@ else
 fi
 [[ -n "$JAVA" ]] || die "java not found (Java 17+ is required)"
 
-# True when the pid is alive and is a kafka.Kafka JVM using our data dir.
-is_our_broker() {
-  local pid="$1" dir="$2" cmd
-  [[ "$pid" =~ ^[0-9]+$ ]] || return 1
-  kill -0 "$pid" 2>/dev/null || return 1
-  cmd="$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null || ps -o args= -p "$pid" 2>/dev/null || true)"
-  [[ "$cmd" == *kafka.Kafka* && "$cmd" == *"$dir"* ]]
-}
+# shellcheck source=scripts/kafka-broker-lib.sh
+source "$SCRIPT_DIR/kafka-broker-lib.sh"
 
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 

@@ -24,15 +24,8 @@ KAFKA_PID="" KAFKA_DATA_DIR=""
 # shellcheck disable=SC1090
 source "$STATE_FILE"
 
-# True when the pid is alive and is a kafka.Kafka JVM using our data dir
-# (guards against killing an unrelated process that reused the pid).
-is_our_broker() {
-  local pid="$1" dir="$2" cmd
-  [[ "$pid" =~ ^[0-9]+$ ]] || return 1
-  kill -0 "$pid" 2>/dev/null || return 1
-  cmd="$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null || ps -o args= -p "$pid" 2>/dev/null || true)"
-  [[ "$cmd" == *kafka.Kafka* && "$cmd" == *"$dir"* ]]
-}
+# shellcheck source=scripts/kafka-broker-lib.sh
+source "$SCRIPT_DIR/kafka-broker-lib.sh"
 
 if is_our_broker "$KAFKA_PID" "$KAFKA_DATA_DIR"; then
   log "stopping broker (pid $KAFKA_PID)"

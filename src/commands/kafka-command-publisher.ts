@@ -41,7 +41,8 @@ export function createKafkaCommandPublisher(options: KafkaCommandPublisherOption
   let producer: Promise<Producer> | undefined;
 
   function currentProducer(): Promise<Producer> {
-    producer ??= (async () => {
+    if (producer !== undefined) return producer;
+    const attempt = (async () => {
       const p = options.kafka.producer({
         transactionalId: options.transactionalId,
         idempotent: true,
@@ -57,9 +58,12 @@ export function createKafkaCommandPublisher(options: KafkaCommandPublisherOption
       }
       return p;
     })();
-    // A failed connect is forgotten so the next flush tries again.
-    producer.catch(() => (producer = undefined));
-    return producer;
+    producer = attempt;
+    // A failed connect is forgotten so the next flush tries again (unless a newer attempt replaced it).
+    attempt.catch(() => {
+      if (producer === attempt) producer = undefined;
+    });
+    return attempt;
   }
 
   /** After any failure the producer is replaced; the new one's initTransactions aborts what the old one left open. */

@@ -64,9 +64,9 @@ describe('group commit', () => {
 describe('group commit with linger', () => {
   it('waits up to lingerMs to fill a batch', async () => {
     const flushes: number[][] = [];
-    const gc = createGroupCommit<number>(async (items) => void flushes.push(items), { lingerMs: 30, maxItems: 100 });
+    const gc = createGroupCommit<number>(async (items) => void flushes.push(items), { lingerMs: 200, maxItems: 100 });
     const writes = [gc.write([1]), gc.write([2])];
-    await new Promise((r) => setTimeout(r, 5));
+    await new Promise((r) => setImmediate(r));
     expect(flushes).to.deep.equal([]);
     writes.push(gc.write([3]));
     await Promise.all(writes);
