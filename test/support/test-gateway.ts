@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig, type Config } from '../../src/config.js';
 import type { CanonicalEvent } from '../../src/generated/schema-types.js';
 import { API_PREFIX } from '../../src/http/app.js';
 import { createLogger } from '../../src/logger.js';
@@ -19,6 +19,7 @@ export interface Tenant {
 }
 
 export interface TestGateway {
+  readonly config: Config;
   readonly baseUrl: string;
   readonly secret: string;
   readonly dataDir: string;
@@ -47,6 +48,7 @@ export async function startTestGateway(extraEnv: Record<string, string> = {}): P
   let baseUrl = `${runtime.url}${API_PREFIX}`;
 
   const gateway: TestGateway = {
+    config,
     get baseUrl() {
       return baseUrl;
     },

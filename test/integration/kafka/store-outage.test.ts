@@ -1,0 +1,103 @@
+import { expect } from 'chai';
+import { randomBytes } from 'node:crypto';
+import type { CanonicalEvent } from '../../../src/generated/schema-types.js';
+import { createEventIngestor } from '../../../src/ingest/event-ingestor.js';
+import { createIngestConsumer, type IngestConsumer } from '../../../src/ingest/kafka-ingest-consumer.js';
+import { createLogger } from '../../../src/logger.js';
+import { openStore } from '../../../src/runtime/store-runtime.js';
+import { createSchemaRegistry } from '../../../src/schemas/schema-registry.js';
+import { createClickHouseEventStore } from '../../../src/store/clickhouse-event-store.js';
+import type { EventStore } from '../../../src/store/event-store.js';
+import type { SqlTransport } from '../../../src/store/sql-transport.js';
+import { eventSeries } from '../../support/factories.js';
+import { waitFor } from '../../support/wait-for.js';
+import { kafkaSuite } from './kafka-suite.js';
+
+/**
+ * A consumer of its own on a topic of its own, over the suite's real store, whose
+ * insertEvents fails for its first calls: nothing may be committed until the batch is
+ * stored, and then every event is there once.
+ */
+describe('ingest while the store is failing', function () {
+  this.timeout(90_000);
+  const run = randomBytes(4).toString('hex');
+  const topic = `store-outage.${run}`;
+  const groupId = `store-outage-${run}`;
+  let transport: SqlTransport;
+  let consumer: IngestConsumer | undefined;
+
+  before(async () => {
+    const { kafka, gateway } = kafkaSuite();
+    const admin = kafka.admin();
+    await admin.connect();
+    await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 1 }, { topic: `${topic}.dlq`, numPartitions: 1 }] });
+    await admin.disconnect();
+    // A second connection to the suite's store (chDB allows it within one process).
+    transport = await openStore(gateway.config);
+  });
+
+  after(async () => {
+    await consumer?.stop();
+    await transport.close();
+  });
+
+  async function committedOffset(): Promise<string> {
+    const admin = kafkaSuite().kafka.admin();
+    await admin.connect();
+    try {
+      const [result] = await admin.fetchOffsets({ groupId, topics: [topic] });
+      return result!.partitions[0]!.offset;
+    } finally {
+      await admin.disconnect();
+    }
+  }
+
+  it('retries with backoff, commits nothing until the batch is stored, then stores every event once', async () => {
+    const { kafka, gateway } = kafkaSuite();
+    const tenant = gateway.tenant();
+    const events: CanonicalEvent[] = eventSeries(25, { org_id: tenant.orgId, project_id: tenant.projectId });
+
+    const real = createClickHouseEventStore(transport);
+    let failuresLeft = 3;
+    let attempts = 0;
+    const failing: EventStore = {
+      ...real,
+      async insertEvents(batch) {
+        attempts += 1;
+        if (failuresLeft > 0) {
+          failuresLeft -= 1;
+          throw new Error('injected: store unavailable');
+        }
+        return real.insertEvents(batch);
+      },
+    };
+    consumer = createIngestConsumer({
+      kafka,
+      groupId,
+      topics: [topic],
+      deadLetterTopic: `${topic}.dlq`,
+      ingestor: createEventIngestor({ store: failing, schemas: createSchemaRegistry() }),
+      batchSize: 1000,
+      batchWaitMs: 20,
+      logger: createLogger('silent'),
+    });
+    await consumer.start();
+
+    const producer = kafka.producer();
+    await producer.connect();
+    await producer.send({ topic, acks: -1, messages: events.map((e) => ({ key: e.device_id!, value: JSON.stringify(e) })) });
+    await producer.disconnect();
+
+    await waitFor('the first failed attempts', async () => (attempts >= 2 ? true : undefined));
+    expect(await committedOffset(), 'nothing committed while the store fails').to.equal('-1');
+
+    await waitFor('the batch committed after recovery', async () => ((await committedOffset()) === '25' ? true : undefined), 60_000, 200);
+    expect(attempts).to.equal(4);
+    const [row] = await transport.query<{ n: string; ids: string }>(
+      'SELECT count() AS n, uniqExact(id) AS ids FROM events WHERE org_id = {org:UUID} AND project_id = {project:UUID}',
+      { org: tenant.orgId, project: tenant.projectId },
+    );
+    expect(Number(row!.ids)).to.equal(25);
+    expect(Number(row!.n)).to.equal(25);
+  });
+});
