@@ -6,6 +6,8 @@ export interface LoadResult {
   readonly perSecond: number;
   readonly p50Ms: number;
   readonly p99Ms: number;
+  /** CPU time of this process (server and load generator together) per wall-clock second, in percent of one core. */
+  readonly processCpuPercent: number;
 }
 
 export interface LoadOptions {
@@ -32,6 +34,7 @@ export async function load(options: LoadOptions): Promise<LoadResult> {
   let errors = 0;
   const deadline = Date.now() + options.durationMs;
   const started = Date.now();
+  const cpuBefore = process.cpuUsage();
 
   const once = () =>
     new Promise<void>((done) => {
@@ -59,6 +62,7 @@ export async function load(options: LoadOptions): Promise<LoadResult> {
     }),
   );
   const elapsed = (Date.now() - started) / 1000;
+  const cpu = process.cpuUsage(cpuBefore);
   agent.destroy();
   latencies.sort((a, b) => a - b);
   return {
@@ -67,5 +71,6 @@ export async function load(options: LoadOptions): Promise<LoadResult> {
     perSecond: Math.round(latencies.length / elapsed),
     p50Ms: Number(percentile(latencies, 50).toFixed(2)),
     p99Ms: Number(percentile(latencies, 99).toFixed(2)),
+    processCpuPercent: Math.round(((cpu.user + cpu.system) / 1e6 / elapsed) * 100),
   };
 }

@@ -43,6 +43,8 @@ export interface KafkaConfig {
   /** Partitions and replication factor for topics the gateway creates when they are missing. */
   readonly partitions: number;
   readonly replicationFactor: number;
+  /** Transactional producers per gateway process (KAFKA_PRODUCERS). */
+  readonly producers: number;
 }
 
 export interface Config {
@@ -210,6 +212,7 @@ export function loadConfig(env: Env): Config {
             consumerGroup: optional(env, 'KAFKA_CONSUMER_GROUP') ?? 'core-gateway-ingest',
             partitions: integer(env, 'KAFKA_TOPIC_PARTITIONS', 6, 1, 10_000),
             replicationFactor: integer(env, 'KAFKA_REPLICATION_FACTOR', 1, 1, 16),
+            producers: integer(env, 'KAFKA_PRODUCERS', 1, 1, 64),
           },
     clickhouse,
     topics: {

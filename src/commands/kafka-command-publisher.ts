@@ -3,15 +3,17 @@ import { AppError } from '../errors.js';
 import { eventMessage } from '../kafka/event-message.js';
 import { toKafkaError } from '../kafka/kafka-errors.js';
 import type { Logger } from '../logger.js';
-import { createGroupCommit } from '../store/group-commit.js';
+import { createGroupCommit, type GroupCommit } from '../store/group-commit.js';
 import type { CommandPublisher, PublishRequest } from './command-publisher.js';
 
 export interface KafkaCommandPublisherOptions {
   readonly kafka: Kafka;
   /** Where the commands' canonical events go (the first of EVENTS_TOPICS). */
   readonly eventsTopic: string;
-  /** Unique per gateway process; a restarted process reusing it fences its predecessor. */
+  /** Prefix of the lanes' transactional ids; unique per gateway process. */
   readonly transactionalId: string;
+  /** How many transactional producers (lanes) run transactions side by side. */
+  readonly producers: number;
   /** Longest a request waits for Kafka before it is answered 503. */
   readonly timeoutMs: number;
   readonly logger: Logger;
@@ -28,27 +30,32 @@ interface Pending {
 const TRANSACTION_TIMEOUT_MS = 15_000;
 const MAX_REQUESTS_PER_TRANSACTION = 1000;
 
+/** One transactional producer and the requests waiting for its next transaction. */
+interface Lane {
+  readonly transactions: GroupCommit<Pending>;
+  close(): Promise<void>;
+}
+
 /**
- * Publishes each command and its canonical event in one Kafka transaction, so a consumer
- * reading committed data sees both or neither. Concurrent requests share a transaction
- * (group commit): a producer runs one transaction at a time, and this keeps throughput
- * from being bounded by commit round trips. A request resolves only after the commit,
- * which Kafka acknowledges from all in-sync replicas (the idempotent producer sends with
- * acks=-1), and rejects with a 503 when that has not happened within `timeoutMs`.
+ * The producer's retry backoff also paces the retries of CONCURRENT_TRANSACTIONS, which
+ * the broker answers to the first send after each commit until that commit's markers are
+ * written. At kafkajs's 100 ms default one producer managed 10 transactions/s on this
+ * machine; at 10 ms, 50 (docs/decisions/kafka-atomicity.md).
  */
-export function createKafkaCommandPublisher(options: KafkaCommandPublisherOptions): CommandPublisher {
-  const logger = options.logger.child({ module: 'command-publisher' });
+const PRODUCER_RETRY = { retries: 5, initialRetryTime: 10, maxRetryTime: 1000 };
+
+function createLane(options: KafkaCommandPublisherOptions, transactionalId: string): Lane {
   let producer: Promise<Producer> | undefined;
 
   function currentProducer(): Promise<Producer> {
     if (producer !== undefined) return producer;
     const attempt = (async () => {
       const p = options.kafka.producer({
-        transactionalId: options.transactionalId,
+        transactionalId,
         idempotent: true,
         maxInFlightRequests: 1,
         transactionTimeout: TRANSACTION_TIMEOUT_MS,
-        retry: { retries: 3, initialRetryTime: 100, maxRetryTime: 1000 },
+        retry: PRODUCER_RETRY,
       });
       try {
         await p.connect();
@@ -104,6 +111,35 @@ export function createKafkaCommandPublisher(options: KafkaCommandPublisherOption
   );
 
   return {
+    transactions,
+    async close() {
+      await transactions.drain().catch(() => undefined);
+      await resetProducer();
+    },
+  };
+}
+
+/** Same key, same lane: one device's (or fleet's) commands keep their order. */
+function laneOf(key: string, lanes: number): number {
+  let hash = 0;
+  for (let i = 0; i < key.length; i += 1) hash = (Math.imul(hash, 31) + key.charCodeAt(i)) | 0;
+  return Math.abs(hash) % lanes;
+}
+
+/**
+ * Publishes each command and its canonical event in one Kafka transaction, so a consumer
+ * reading committed data sees both or neither. A producer runs one transaction at a time,
+ * so there are `producers` lanes, each a transactional producer; a request goes to the
+ * lane of its key, and requests waiting for the same lane share its next transaction
+ * (group commit). A request resolves only after the commit, which all in-sync replicas
+ * acknowledged (the idempotent producer sends with acks=-1), and rejects with a 503 when
+ * that has not happened within `timeoutMs`.
+ */
+export function createKafkaCommandPublisher(options: KafkaCommandPublisherOptions): CommandPublisher {
+  const logger = options.logger.child({ module: 'command-publisher' });
+  const lanes = Array.from({ length: options.producers }, (_, i) => createLane(options, `${options.transactionalId}-${i}`));
+
+  return {
     async publish(request) {
       const pending: Pending = { request, expired: false };
       let timer: NodeJS.Timeout | undefined;
@@ -118,7 +154,8 @@ export function createKafkaCommandPublisher(options: KafkaCommandPublisherOption
         }, options.timeoutMs);
       });
       try {
-        await Promise.race([transactions.write([pending]), timeout]);
+        const lane = lanes[laneOf(request.command.key, lanes.length)]!;
+        await Promise.race([lane.transactions.write([pending]), timeout]);
       } catch (error) {
         const appError = toKafkaError(error, 'publish');
         logger.warn({ err: error, commandId: request.command.commandId }, 'command not acknowledged');
@@ -128,8 +165,7 @@ export function createKafkaCommandPublisher(options: KafkaCommandPublisherOption
       }
     },
     async close() {
-      await transactions.drain().catch(() => undefined);
-      await resetProducer();
+      await Promise.all(lanes.map((lane) => lane.close()));
     },
   };
 }

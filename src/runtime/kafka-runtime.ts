@@ -33,6 +33,7 @@ export function kafkaCommandPublisher(kafka: Kafka, config: Config, kafkaConfig:
     kafka,
     eventsTopic: config.topics.events[0]!,
     transactionalId: `${kafkaConfig.clientId}-${hostname()}-${randomUUID()}`,
+    producers: kafkaConfig.producers,
     timeoutMs: config.commandTimeoutMs,
     logger,
   });
