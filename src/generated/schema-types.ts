@@ -164,6 +164,11 @@ export interface FleetPath {
   fleet_id: string;
 }
 
+/**
+ * Query string of the command operations, which take no query parameters.
+ */
+export interface NoQuery {}
+
 export interface ProjectPath {
   project_id: string;
 }

@@ -1,4 +1,5 @@
 import type { Middleware } from 'koa';
+import type { Duplex } from 'node:stream';
 import { AppError, isAppError, type ErrorCode } from '../errors.js';
 import type { ErrorEnvelope } from '../generated/schema-types.js';
 import type { Logger } from '../logger.js';
@@ -18,12 +19,24 @@ const BODY_ERRORS: Readonly<Record<string, { code: ErrorCode; message: string; d
   'charset.unsupported': { code: 'UNSUPPORTED_MEDIA_TYPE', message: 'Unsupported charset', detail: 'The request body charset is not supported.' },
   'request.aborted': { code: 'MALFORMED_JSON', message: 'Request aborted', detail: 'The request body ended early.' },
   'request.size.invalid': { code: 'MALFORMED_JSON', message: 'Request size mismatch', detail: 'The request body does not match its Content-Length.' },
+  'body.undecodable': { code: 'MALFORMED_JSON', message: 'Undecodable body', detail: 'The request body does not match its Content-Encoding.' },
 };
+
+// zlib's codes when a gzip or deflate body is not what its Content-Encoding says.
+const ZLIB_DATA_ERRORS = new Set(['Z_DATA_ERROR', 'Z_BUF_ERROR', 'Z_STREAM_ERROR']);
 
 function fromBodyParser(error: unknown): AppError | undefined {
   const type = (error as { type?: unknown } | null)?.type;
-  // co-body rethrows JSON.parse's SyntaxError with status 400 and no type.
-  const key = typeof type === 'string' ? type : error instanceof SyntaxError ? 'entity.parse.failed' : undefined;
+  const code = (error as { code?: unknown } | null)?.code;
+  // co-body rethrows JSON.parse's SyntaxError with status 400 and no type; inflation passes zlib's errors through.
+  const key =
+    typeof type === 'string'
+      ? type
+      : error instanceof SyntaxError
+        ? 'entity.parse.failed'
+        : typeof code === 'string' && ZLIB_DATA_ERRORS.has(code)
+          ? 'body.undecodable'
+          : undefined;
   if (key === undefined) return undefined;
   const known = BODY_ERRORS[key];
   return known === undefined ? undefined : new AppError(known.code, known.message, { detail: known.detail, cause: error });
@@ -56,6 +69,26 @@ export function errorHandler(logger: Logger): Middleware {
       ctx.body = response.body;
     }
   };
+}
+
+/**
+ * Requests Node's HTTP parser refuses before Koa sees them (headers over the size limit,
+ * malformed request lines) are answered with the envelope too, then the connection closes.
+ */
+export function answerClientError(error: Error & { code?: string }, socket: Duplex): void {
+  if (!socket.writable) {
+    socket.destroy();
+    return;
+  }
+  const tooLarge = error.code === 'HPE_HEADER_OVERFLOW';
+  const status = tooLarge ? 431 : 400;
+  const body = JSON.stringify(
+    failure(tooLarge ? 'Request headers too large' : 'Bad request', tooLarge ? 'The request headers exceed the server limit.' : 'The request is not valid HTTP.'),
+  );
+  socket.end(
+    `HTTP/1.1 ${status} ${tooLarge ? 'Request Header Fields Too Large' : 'Bad Request'}\r\n` +
+      `Content-Type: application/json; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+  );
 }
 
 /** Turns what the router leaves unanswered (no route, wrong method) into error envelopes. */

@@ -12,6 +12,7 @@ import type { Config } from '../config.js';
 import { createCursorCodec } from '../feed/cursor.js';
 import { createFeedService } from '../feed/feed-service.js';
 import { createApp, type ApiDependencies } from '../http/app.js';
+import { answerClientError } from '../http/error-response.js';
 import { createEventIngestor, type EventIngestor } from '../ingest/event-ingestor.js';
 import type { Logger } from '../logger.js';
 import { createSchemaRegistry, type SchemaRegistry } from '../schemas/schema-registry.js';
@@ -77,6 +78,7 @@ function apiDependencies(
 
 async function startHttp(config: Config, app: ReturnType<typeof createApp>): Promise<{ url: string; close: () => Promise<void> }> {
   const server = createServer(app.callback());
+  server.on('clientError', answerClientError);
   const address = await listen(server, config.port, config.host);
   const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
   const url = `http://${host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host}:${address.port}`;

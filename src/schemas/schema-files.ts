@@ -15,6 +15,7 @@ import enrollmentRequest from '../../schemas/enrollment-request.schema.json' wit
 import errorEnvelope from '../../schemas/error-envelope.schema.json' with { type: 'json' };
 import eventsQuery from '../../schemas/events-query.schema.json' with { type: 'json' };
 import fleetPath from '../../schemas/fleet-path.schema.json' with { type: 'json' };
+import noQuery from '../../schemas/no-query.schema.json' with { type: 'json' };
 import projectPath from '../../schemas/project-path.schema.json' with { type: 'json' };
 import type * as T from '../generated/schema-types.js';
 
@@ -33,6 +34,7 @@ export const schemasById = {
   'error-envelope.schema.json': errorEnvelope,
   'events-query.schema.json': eventsQuery,
   'fleet-path.schema.json': fleetPath,
+  'no-query.schema.json': noQuery,
   'project-path.schema.json': projectPath,
 } as const satisfies Record<SchemaId, { $id: string }>;
 
@@ -51,6 +53,7 @@ export interface SchemaTypes {
   'error-envelope.schema.json': T.ErrorEnvelope;
   'events-query.schema.json': T.EventsQuery;
   'fleet-path.schema.json': T.FleetPath;
+  'no-query.schema.json': T.NoQuery;
   'project-path.schema.json': T.ProjectPath;
 }
 

@@ -18,8 +18,9 @@ export function registerEdgePolicyRoute(
     jsonBody(),
     async (ctx) => {
       const { principal, orgId } = authOf(ctx.state);
-      const [path, patch] = allValid(
+      const [path, , patch] = allValid(
         deps.schemas.check('fleet-path.schema.json', { ...ctx.params }, 'path'),
+        deps.schemas.check('no-query.schema.json', { ...ctx.query }, 'query'),
         ctx.request.body === undefined
           ? { ok: false, fields: { body: 'is required: a JSON Merge Patch object' } }
           : deps.schemas.check('edge-policy-patch.schema.json', ctx.request.body, 'body'),

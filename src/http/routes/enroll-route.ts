@@ -29,8 +29,9 @@ export function registerEnrollRoute(
     jsonBody(),
     async (ctx) => {
       const { principal, orgId } = authOf(ctx.state);
-      const [path, body] = allValid(
+      const [path, , body] = allValid(
         deps.schemas.check('device-path.schema.json', { ...ctx.params }, 'path'),
+        deps.schemas.check('no-query.schema.json', { ...ctx.query }, 'query'),
         // Every body field is optional, so no body at all is an empty enrollment request.
         deps.schemas.check('enrollment-request.schema.json', ctx.request.body === undefined ? {} : ctx.request.body, 'body'),
       );

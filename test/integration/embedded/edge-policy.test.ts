@@ -78,6 +78,12 @@ describe('PATCH .../fleets/{fleet_id}/edge/policy', () => {
     expect(form.status).to.equal(415);
   });
 
+  it('rejects query parameters, which the operation does not take, with 400', async () => {
+    const res = await gw.call<ErrorEnvelope>('PATCH', `${policyPath(uuid())}?dry_run=true`, { headers, body: {} });
+    expect(res.status).to.equal(400);
+    expect(res.body.message).to.deep.equal({ 'query.dry_run': 'is not allowed' });
+  });
+
   it('rejects a fleet_id that is not a uuid with 400', async () => {
     const res = await gw.call<ErrorEnvelope>('PATCH', policyPath('fleet-1'), { headers, body: {} });
     expect(res.status).to.equal(400);

@@ -148,6 +148,26 @@ describe('POST .../devices/{device_id}/enroll', () => {
       expect(res.body.message).to.equal('Malformed JSON');
     });
 
+    it('rejects a body that is not what its Content-Encoding says with 400', async () => {
+      const res = await gw.call<ErrorEnvelope>('POST', enrollPath(uuid()), {
+        headers: { ...headers, 'content-type': 'application/json', 'content-encoding': 'gzip' },
+        body: '{"display_name":"not gzip"}',
+      });
+      expect(res.status).to.equal(400);
+      expect(res.body.message).to.equal('Undecodable body');
+    });
+
+    it('accepts a gzip body', async () => {
+      const { gzipSync } = await import('node:zlib');
+      const res = await fetch(`${gw.baseUrl}${enrollPath(uuid())}`, {
+        method: 'POST',
+        headers: { ...headers, 'content-type': 'application/json', 'content-encoding': 'gzip' },
+        body: gzipSync(JSON.stringify({ display_name: 'zipped' })),
+      });
+      expect(res.status).to.equal(202);
+      expect(((await res.json()) as { data: { display_name: string } }).data.display_name).to.equal('zipped');
+    });
+
     it('rejects another content type with 415', async () => {
       const res = await gw.call<ErrorEnvelope>('POST', enrollPath(uuid()), { headers: { ...headers, 'content-type': 'text/plain' }, body: 'hello' });
       expect(res.status).to.equal(415);
@@ -163,6 +183,12 @@ describe('POST .../devices/{device_id}/enroll', () => {
     it('accepts a body just under the limit', async () => {
       const res = await enroll(uuid(), { meta: { blob: 'x'.repeat(60 * 1024) } });
       expect(res.status).to.equal(202);
+    });
+
+    it('rejects query parameters, which the operation does not take, with 400', async () => {
+      const res = await gw.call<ErrorEnvelope>('POST', `${enrollPath(uuid())}?account_id=1`, { headers, body: {} });
+      expect(res.status).to.equal(400);
+      expect(res.body.message).to.deep.equal({ 'query.account_id': 'is not allowed' });
     });
 
     it('rejects path ids that are not uuids with 400, listing each', async () => {

@@ -38,6 +38,12 @@ describe('error envelope for unmatched requests', () => {
     expect(res.headers.get('allow')).to.equal('HEAD, GET');
   });
 
+  it('answers headers over the server limit with 431 in the envelope', async () => {
+    const res = await gw.call<ErrorEnvelope>('GET', `/projects/${uuid()}/events`, { headers: { authorization: `Bearer ${'a'.repeat(20_000)}` } });
+    expect(res.status).to.equal(431);
+    expectEnvelope(res.body);
+  });
+
   it('answers 405 for GET on the enroll route', async () => {
     const res = await gw.call<ErrorEnvelope>('GET', `/projects/${uuid()}/fleets/${uuid()}/devices/${uuid()}/enroll`);
     expect(res.status).to.equal(405);
