@@ -17,11 +17,11 @@ export async function ensureTopics(admin: Admin, spec: TopicSpec): Promise<strin
       topics: missing.map((topic) => ({ topic, numPartitions: spec.partitions, replicationFactor: spec.replicationFactor })),
     });
   } catch (error) {
-    // Another process may have created them between listTopics and createTopics.
-    const type = (error as { type?: unknown }).type;
+    // Another process may have created them between listTopics and createTopics; kafkajs
+    // reports that per topic inside an aggregate error.
     const nested = (error as { errors?: { type?: unknown }[] }).errors;
-    const alreadyExists = type === 'TOPIC_ALREADY_EXISTS' || (nested ?? []).every((e) => e.type === 'TOPIC_ALREADY_EXISTS');
-    if (!alreadyExists || nested === undefined) throw error;
+    const types = nested?.map((e) => e.type) ?? [(error as { type?: unknown }).type];
+    if (!types.every((type) => type === 'TOPIC_ALREADY_EXISTS')) throw error;
   }
   return missing;
 }
