@@ -1,4 +1,4 @@
-import type { Kafka, Producer } from 'kafkajs';
+import type { Kafka, Producer, Transaction } from 'kafkajs';
 import { AppError } from '../errors.js';
 import { eventMessage } from '../kafka/event-message.js';
 import { toKafkaError } from '../kafka/kafka-errors.js';
@@ -85,8 +85,9 @@ function createLane(options: KafkaCommandPublisherOptions, transactionalId: stri
       const live = pending.filter((p) => !p.expired).map((p) => p.request);
       if (live.length === 0) return;
       const p = await currentProducer();
-      const transaction = await p.transaction();
+      let transaction: Transaction | undefined;
       try {
+        transaction = await p.transaction();
         const byTopic = new Map<string, { key: string; value: string; headers: Record<string, string> }[]>();
         for (const { command } of live) {
           const list = byTopic.get(command.topic) ?? [];
@@ -102,7 +103,7 @@ function createLane(options: KafkaCommandPublisherOptions, transactionalId: stri
         });
         await transaction.commit();
       } catch (error) {
-        await transaction.abort().catch(() => undefined);
+        await transaction?.abort().catch(() => undefined);
         await resetProducer();
         throw error;
       }
