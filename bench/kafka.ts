@@ -24,7 +24,7 @@ import { createClickHouseEventStore } from '../src/store/clickhouse-event-store.
 import { migrate } from '../src/store/migrations.js';
 import { startInfra } from '../test/support/infra.js';
 import { startBaseline } from './baseline-server.js';
-import { load } from './load.js';
+import { load, summarizeLatencies } from './load.js';
 
 const DURATION_MS = Number(process.env['BENCH_SECONDS'] ?? 8) * 1000;
 const CONCURRENCY = Number(process.env['BENCH_CONCURRENCY'] ?? 50);
@@ -93,12 +93,10 @@ async function main(): Promise<void> {
       }
     }));
     await producer.disconnect();
-    latencies.sort((a, b) => a - b);
     report(results, `baseline: kafkajs send, one acks=-1 message per call (c=${CONCURRENCY})`, {
       requests: latencies.length,
       perSecond: Math.round(latencies.length / ((Date.now() - started) / 1000)),
-      p50Ms: Number(latencies[Math.floor(latencies.length * 0.5)]!.toFixed(2)),
-      p99Ms: Number(latencies[Math.floor(latencies.length * 0.99)]!.toFixed(2)),
+      ...summarizeLatencies(latencies),
     });
 
     report(results, `enroll through Kafka transactions (c=${CONCURRENCY})`, await load({
@@ -120,7 +118,6 @@ async function main(): Promise<void> {
     const producedAt = Date.now();
     await ingestProducer.disconnect();
     const projectOfBatch = batch[0]!.project_id;
-    const feedUrl = `${runtime.url}${API_PREFIX}/projects/${projectOfBatch}/events?limit=1`;
     const engine = createChdbTransport({ path: join(dataDir, 'clickhouse') });
     for (;;) {
       const [row] = await engine.query<{ n: string }>('SELECT uniqExact(id) AS n FROM events WHERE project_id = {p:UUID}', { p: projectOfBatch });
@@ -129,7 +126,6 @@ async function main(): Promise<void> {
     }
     const ingestSeconds = (Date.now() - ingestStarted) / 1000;
     await engine.close();
-    void feedUrl;
     report(results, 'ingest: produce to Kafka until all stored', {
       events: batch.length,
       seconds: ingestSeconds,

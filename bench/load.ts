@@ -27,6 +27,12 @@ function percentile(sorted: number[], p: number): number {
   return sorted[Math.min(sorted.length - 1, Math.floor((p / 100) * sorted.length))]!;
 }
 
+/** p50 and p99 of latencies in milliseconds, rounded to hundredths; sorts the array in place. */
+export function summarizeLatencies(latencies: number[]): { p50Ms: number; p99Ms: number } {
+  latencies.sort((a, b) => a - b);
+  return { p50Ms: Number(percentile(latencies, 50).toFixed(2)), p99Ms: Number(percentile(latencies, 99).toFixed(2)) };
+}
+
 /** A closed-loop load generator on keep-alive connections: `concurrency` callers, each sending its next request when the last one answered. */
 export async function load(options: LoadOptions): Promise<LoadResult> {
   const agent = new Agent({ keepAlive: true, maxSockets: options.concurrency });
@@ -64,13 +70,11 @@ export async function load(options: LoadOptions): Promise<LoadResult> {
   const elapsed = (Date.now() - started) / 1000;
   const cpu = process.cpuUsage(cpuBefore);
   agent.destroy();
-  latencies.sort((a, b) => a - b);
   return {
     requests: latencies.length,
     errors,
     perSecond: Math.round(latencies.length / elapsed),
-    p50Ms: Number(percentile(latencies, 50).toFixed(2)),
-    p99Ms: Number(percentile(latencies, 99).toFixed(2)),
+    ...summarizeLatencies(latencies),
     processCpuPercent: Math.round(((cpu.user + cpu.system) / 1e6 / elapsed) * 100),
   };
 }

@@ -2,8 +2,9 @@ import { Kafka, logLevel, type LogEntry, type logCreator } from 'kafkajs';
 import type { KafkaConfig } from '../config.js';
 import type { Logger } from '../logger.js';
 
-const LEVELS: Readonly<Record<number, 'error' | 'warn' | 'info' | 'debug'>> = {
-  [logLevel.ERROR]: 'error',
+// kafkajs reports expected reconnects at ERROR; for an operator they are warnings.
+const LEVELS: Readonly<Record<number, 'warn' | 'info' | 'debug'>> = {
+  [logLevel.ERROR]: 'warn',
   [logLevel.WARN]: 'warn',
   [logLevel.INFO]: 'info',
   [logLevel.DEBUG]: 'debug',
@@ -13,10 +14,8 @@ const LEVELS: Readonly<Record<number, 'error' | 'warn' | 'info' | 'debug'>> = {
 function pinoLogCreator(logger: Logger): logCreator {
   const kafkaLogger = logger.child({ module: 'kafkajs' });
   return () => (entry: LogEntry) => {
-    const level = LEVELS[entry.level] ?? 'info';
     const { message, ...fields } = entry.log;
-    // kafkajs reports expected reconnects at ERROR; they are warnings for an operator.
-    kafkaLogger[level === 'error' ? 'warn' : level]({ namespace: entry.namespace, ...fields }, message);
+    kafkaLogger[LEVELS[entry.level] ?? 'info']({ namespace: entry.namespace, ...fields }, message);
   };
 }
 

@@ -28,7 +28,7 @@ interface Pending<T> {
 export function createGroupCommit<T>(flush: (items: T[]) => Promise<void>, options: GroupCommitOptions = {}): GroupCommit<T> {
   const maxItems = options.maxItems ?? 50_000;
   const lingerMs = options.lingerMs ?? 0;
-  let queue: Pending<T>[] = [];
+  const queue: Pending<T>[] = [];
   let queued = 0;
   let running: Promise<void> | undefined;
   let timer: NodeJS.Timeout | undefined;

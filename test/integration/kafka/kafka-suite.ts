@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { Kafka, logLevel, type Consumer, type KafkaMessage } from 'kafkajs';
 import { pickInfra, startInfra, type TestInfra } from '../../support/infra.js';
 import { startTestGateway, type TestGateway } from '../../support/test-gateway.js';
+import { waitFor } from '../../support/wait-for.js';
 
 export interface Topics {
   readonly events: string;
@@ -62,14 +63,16 @@ export async function topicReader(topics: string[]): Promise<{
   });
   return {
     messages,
-    async waitFor(what, predicate, count = 1, timeoutMs = 20_000) {
-      const deadline = Date.now() + timeoutMs;
-      for (;;) {
-        const found = messages.filter(predicate);
-        if (found.length >= count) return found;
-        if (Date.now() > deadline) throw new Error(`timed out waiting for ${count} message(s): ${what}; have ${found.length}`);
-        await new Promise((r) => setTimeout(r, 50));
-      }
+    waitFor(what, predicate, count = 1, timeoutMs = 20_000) {
+      return waitFor(
+        `${count} message(s): ${what}`,
+        async () => {
+          const found = messages.filter(predicate);
+          return found.length >= count ? found : undefined;
+        },
+        timeoutMs,
+        50,
+      );
     },
     stop: () => consumer.disconnect(),
   };
