@@ -9,3 +9,28 @@ is_our_broker() {
   cmd="$(tr '\0' ' ' <"/proc/$pid/cmdline" 2>/dev/null || ps -o args= -p "$pid" 2>/dev/null || true)"
   [[ "$cmd" == *kafka.Kafka* && "$cmd" == *"$dir"* ]]
 }
+
+# Fetches the Kafka jars of one version into LIBS_DIR through the repo's fetch-only pom,
+# once: a run that fails half-way leaves no directory that looks complete.
+# Needs log() and die() from the caller.
+ensure_kafka_libs() {
+  local pom="$1" version="$2" libs_dir="$3" cache_dir tmp_libs mvn_log
+  [[ -f "$libs_dir/.complete" ]] && return 0
+  command -v mvn >/dev/null || die "mvn not found (needed once to fetch Kafka $version)"
+  log "fetching Kafka $version jars from Maven into $libs_dir"
+  cache_dir="$(dirname "$libs_dir")"
+  mkdir -p "$cache_dir"
+  tmp_libs="$(mktemp -d "$cache_dir/.libs-$version.XXXXXX")"
+  mvn_log="$tmp_libs.mvn.log"
+  if ! mvn -q -B -f "$pom" dependency:copy-dependencies \
+        -Dkafka.version="$version" -Dkafka.libs.dir="$tmp_libs" >"$mvn_log" 2>&1; then
+    sed 's/\x1b\[[0-9;]*m//g' "$mvn_log" | grep -v '^\s*$' | tail -n 20 >&2 || true
+    rm -rf -- "$tmp_libs" "$mvn_log"
+    die "maven could not fetch org.apache.kafka:kafka_2.13:$version and its dependencies"
+  fi
+  rm -f -- "$mvn_log"
+  ls "$tmp_libs"/kafka_2.13-*.jar >/dev/null 2>&1 || { rm -rf -- "$tmp_libs"; die "no kafka_2.13 jar was fetched"; }
+  touch "$tmp_libs/.complete"
+  rm -rf -- "$libs_dir"
+  mv -- "$tmp_libs" "$libs_dir"
+}

@@ -105,24 +105,7 @@ for p in "$KAFKA_PORT" "$KAFKA_CONTROLLER_PORT"; do
 done
 
 # --- fetch jars (once per version) ----------------------------------------
-if [[ ! -f "$LIBS_DIR/.complete" ]]; then
-  command -v mvn >/dev/null || die "mvn not found (needed once to fetch Kafka $KAFKA_VERSION)"
-  log "fetching Kafka $KAFKA_VERSION jars from Maven into $LIBS_DIR"
-  mkdir -p "$KAFKA_CACHE_DIR"
-  tmp_libs="$(mktemp -d "$KAFKA_CACHE_DIR/.libs-$KAFKA_VERSION.XXXXXX")"
-  mvn_log="$tmp_libs.mvn.log"
-  if ! mvn -q -B -f "$POM" dependency:copy-dependencies \
-        -Dkafka.version="$KAFKA_VERSION" -Dkafka.libs.dir="$tmp_libs" >"$mvn_log" 2>&1; then
-    sed 's/\x1b\[[0-9;]*m//g' "$mvn_log" | grep -v '^\s*$' | tail -n 20 >&2 || true
-    rm -rf -- "$tmp_libs" "$mvn_log"
-    die "maven could not fetch org.apache.kafka:kafka_2.13:$KAFKA_VERSION and its dependencies"
-  fi
-  rm -f -- "$mvn_log"
-  ls "$tmp_libs"/kafka_2.13-*.jar >/dev/null 2>&1 || { rm -rf -- "$tmp_libs"; die "no kafka_2.13 jar was fetched"; }
-  touch "$tmp_libs/.complete"
-  rm -rf -- "$LIBS_DIR"
-  mv -- "$tmp_libs" "$LIBS_DIR"
-fi
+ensure_kafka_libs "$POM" "$KAFKA_VERSION" "$LIBS_DIR"
 
 # --- data dir + config ------------------------------------------------------
 if [[ -n "$RESUME_DIR" ]]; then

@@ -29,7 +29,7 @@ export interface ClickHouseConfig {
 }
 
 export interface TopicsConfig {
-  /** Topics the ingest consumer reads (EVENTS_TOPICS). The first one is where the gateway publishes its own events. */
+  /** Topics of canonical events the ingest consumer reads (EVENTS_TOPICS); it reads the command topics too. */
   readonly events: readonly string[];
   readonly enrollmentCommands: string;
   readonly edgePolicyCommands: string;
@@ -43,7 +43,7 @@ export interface KafkaConfig {
   /** Partitions and replication factor for topics the gateway creates when they are missing. */
   readonly partitions: number;
   readonly replicationFactor: number;
-  /** Transactional producers per gateway process (KAFKA_PRODUCERS). */
+  /** Idempotent producers per gateway process that send side by side (KAFKA_PRODUCERS). */
   readonly producers: number;
 }
 
@@ -233,6 +233,10 @@ export function loadConfig(env: Env): Config {
   };
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(config.logLevel)) {
     throw new ConfigError('LOG_LEVEL', `must be one of fatal, error, warn, info, debug, trace, silent`);
+  }
+  for (const commands of [config.topics.enrollmentCommands, config.topics.edgePolicyCommands]) {
+    // The consumer reads a command topic as commands; listing one as an event topic would dead-letter every command.
+    if (events.includes(commands)) throw new ConfigError('EVENTS_TOPICS', `"${commands}" is a command topic; list only topics of canonical events`);
   }
   if (config.cursorSecret !== undefined && Buffer.byteLength(config.cursorSecret) < 32) {
     throw new ConfigError('CURSOR_SECRET', 'must be at least 32 bytes');

@@ -1,4 +1,4 @@
-import type { CanonicalEvent } from '../generated/schema-types.js';
+import type { GatewayCommand } from './command-event.js';
 
 /** One command as it goes onto its topic. */
 export interface CommandMessage {
@@ -6,20 +6,20 @@ export interface CommandMessage {
   /** Partition key: device_id for enrollments, fleet_id for edge policy, so each stays ordered. */
   readonly key: string;
   readonly commandId: string;
-  readonly value: object;
+  readonly value: GatewayCommand;
   readonly headers: Readonly<Record<string, string>>;
 }
 
 export interface PublishRequest {
+  /** The command; its canonical event is derived from it on the way into the store (command-event.ts). */
   readonly command: CommandMessage;
-  /** The canonical event that announces the command on the event feed. */
-  readonly event: CanonicalEvent;
 }
 
 /**
- * The command publishing port. publish() resolves only once the command and its event
- * are durable (Kafka acknowledged both, or the embedded store wrote both), and rejects
- * with UPSTREAM_UNAVAILABLE when that cannot happen within the adapter's time bound.
+ * The command publishing port. publish() resolves only once the command is durable (Kafka
+ * acknowledged it from all in-sync replicas, or the embedded store wrote it and its
+ * event), and rejects with UPSTREAM_UNAVAILABLE when that cannot happen within the
+ * adapter's time bound.
  */
 export interface CommandPublisher {
   publish(request: PublishRequest): Promise<void>;

@@ -1,6 +1,6 @@
 import { AppError } from '../errors.js';
-import type { CanonicalEvent, DevicePath, EnrollmentAccepted, EnrollmentCommand, EnrollmentRequest } from '../generated/schema-types.js';
-import { messageHeaders, SOURCE_SERVICE, type CommandContext, type CommandEnvironment } from './command-context.js';
+import type { DevicePath, EnrollmentAccepted, EnrollmentCommand, EnrollmentRequest } from '../generated/schema-types.js';
+import { commandHeaders, type CommandContext, type CommandEnvironment } from './command-context.js';
 import type { CommandPublisher, PublishRequest } from './command-publisher.js';
 import { fingerprint } from './fingerprint.js';
 import type { IdempotencyStore } from './idempotency-store.js';
@@ -19,7 +19,7 @@ interface AcceptedEnrollment {
   readonly response: EnrollmentAccepted;
 }
 
-/** Builds the command, its canonical event and the answer for one accepted enrollment. */
+/** Builds the command and the answer for one accepted enrollment. */
 export function buildEnrollment(input: EnrollInput, topic: string, env: CommandEnvironment): AcceptedEnrollment {
   const { context, path, body, idempotencyKey } = input;
   const enrollmentId = env.newId();
@@ -37,22 +37,6 @@ export function buildEnrollment(input: EnrollInput, topic: string, env: CommandE
     requested_by: context.requestedBy,
     ...(idempotencyKey === undefined ? {} : { idempotency_key: idempotencyKey }),
   };
-  const event: CanonicalEvent = {
-    id: env.newId(),
-    org_id: context.orgId,
-    project_id: path.project_id,
-    domain: 'devices',
-    entity: 'enrollment',
-    action: 'queued',
-    occurred_at: queuedAt,
-    correlation_id: enrollmentId,
-    device_id: path.device_id,
-    fleet_id: path.fleet_id,
-    payload: { enrollment_id: enrollmentId, ...body },
-    source_service: SOURCE_SERVICE,
-    trace_id: context.trace?.traceId ?? null,
-    span_id: context.trace?.spanId ?? null,
-  };
   return {
     publish: {
       command: {
@@ -60,9 +44,8 @@ export function buildEnrollment(input: EnrollInput, topic: string, env: CommandE
         key: path.device_id,
         commandId: enrollmentId,
         value: command,
-        headers: messageHeaders('enrollment-command.schema.json', idempotencyKey === undefined ? {} : { 'idempotency-key': idempotencyKey }),
+        headers: commandHeaders('enrollment-command.schema.json', context, idempotencyKey === undefined ? {} : { 'idempotency-key': idempotencyKey }),
       },
-      event,
     },
     response: { enrollment_id: enrollmentId, status: 'queued', ...path, ...body, queued_at: queuedAt },
   };
@@ -70,9 +53,9 @@ export function buildEnrollment(input: EnrollInput, topic: string, env: CommandE
 
 /**
  * Enrolls a device. With an Idempotency-Key, the accepted command is recorded before it
- * is published, and a retry republishes that same command and event (same ids, same
- * time) and answers as before: a crash anywhere in between loses nothing, and the copies
- * a retry may add carry ids that consumers and the feed fold (docs/decisions/idempotency.md).
+ * is published, and a retry republishes that same command (same id, same time) and
+ * answers as before: a crash anywhere in between loses nothing, and the copy a retry may
+ * add carries the command_id that consumers and the feed fold (docs/decisions/idempotency.md).
  */
 export function createEnrollDevice(deps: {
   publisher: CommandPublisher;

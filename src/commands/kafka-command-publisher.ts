@@ -1,6 +1,5 @@
-import type { Kafka, Producer, Transaction } from 'kafkajs';
+import type { Kafka, Producer } from 'kafkajs';
 import { AppError } from '../errors.js';
-import { eventMessage } from '../kafka/event-message.js';
 import { toKafkaError } from '../kafka/kafka-errors.js';
 import type { Logger } from '../logger.js';
 import { createGroupCommit, type GroupCommit } from '../store/group-commit.js';
@@ -8,11 +7,7 @@ import type { CommandPublisher, PublishRequest } from './command-publisher.js';
 
 export interface KafkaCommandPublisherOptions {
   readonly kafka: Kafka;
-  /** Where the commands' canonical events go (the first of EVENTS_TOPICS). */
-  readonly eventsTopic: string;
-  /** Prefix of the lanes' transactional ids; unique per gateway process. */
-  readonly transactionalId: string;
-  /** How many transactional producers (lanes) run transactions side by side. */
+  /** How many producers (lanes) send side by side (KAFKA_PRODUCERS). */
   readonly producers: number;
   /** Longest a request waits for Kafka before it is answered 503. */
   readonly timeoutMs: number;
@@ -25,38 +20,30 @@ interface Pending {
   expired: boolean;
 }
 
-// An open transaction of a crashed gateway holds back read_committed consumers until
-// the broker aborts it; keep that bound short.
-const TRANSACTION_TIMEOUT_MS = 15_000;
-const MAX_REQUESTS_PER_TRANSACTION = 1000;
+const MAX_REQUESTS_PER_SEND = 1000;
 
-/** One transactional producer and the requests waiting for its next transaction. */
+/**
+ * An idempotent producer must retry without limit: a bounded retry count could give up
+ * on a batch the broker has already written and break the sequence it dedupes by
+ * (kafkajs warns about exactly that). The request's own deadline bounds the answer
+ * instead, and a send that fails anyway replaces the producer. The backoff is capped
+ * at one second, so sends resume within a second of a broker's return.
+ */
+const PRODUCER_RETRY = { retries: Number.MAX_SAFE_INTEGER, initialRetryTime: 100, maxRetryTime: 1000 };
+
+/** One idempotent producer and the requests waiting for its next send. */
 interface Lane {
-  readonly transactions: GroupCommit<Pending>;
+  readonly sends: GroupCommit<Pending>;
   close(): Promise<void>;
 }
 
-/**
- * The producer's retry backoff also paces the retries of CONCURRENT_TRANSACTIONS, which
- * the broker answers to the first send after each commit until that commit's markers are
- * written. At kafkajs's 100 ms default one producer managed 10 transactions/s on this
- * machine; at 10 ms, 50 (docs/decisions/kafka-atomicity.md).
- */
-const PRODUCER_RETRY = { retries: 5, initialRetryTime: 10, maxRetryTime: 1000 };
-
-function createLane(options: KafkaCommandPublisherOptions, transactionalId: string): Lane {
+function createLane(options: KafkaCommandPublisherOptions): Lane {
   let producer: Promise<Producer> | undefined;
 
   function currentProducer(): Promise<Producer> {
     if (producer !== undefined) return producer;
     const attempt = (async () => {
-      const p = options.kafka.producer({
-        transactionalId,
-        idempotent: true,
-        maxInFlightRequests: 1,
-        transactionTimeout: TRANSACTION_TIMEOUT_MS,
-        retry: PRODUCER_RETRY,
-      });
+      const p = options.kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false, retry: PRODUCER_RETRY });
       try {
         await p.connect();
       } catch (error) {
@@ -66,55 +53,50 @@ function createLane(options: KafkaCommandPublisherOptions, transactionalId: stri
       return p;
     })();
     producer = attempt;
-    // A failed connect is forgotten so the next flush tries again (unless a newer attempt replaced it).
+    // A failed connect is forgotten so the next send tries again (unless a newer attempt replaced it).
     attempt.catch(() => {
       if (producer === attempt) producer = undefined;
     });
     return attempt;
   }
 
-  /** After any failure the producer is replaced; the new one's initTransactions aborts what the old one left open. */
+  /** After a failed send the producer is replaced: a new producer id starts a clean sequence. */
   async function resetProducer(): Promise<void> {
     const old = producer;
     producer = undefined;
     if (old !== undefined) await old.then((p) => p.disconnect()).catch(() => undefined);
   }
 
-  const transactions = createGroupCommit<Pending>(
+  const sends = createGroupCommit<Pending>(
     async (pending) => {
-      const live = pending.filter((p) => !p.expired).map((p) => p.request);
+      const live = pending.filter((p) => !p.expired).map((p) => p.request.command);
       if (live.length === 0) return;
+      const byTopic = new Map<string, { key: string; value: string; headers: Record<string, string> }[]>();
+      for (const command of live) {
+        const list = byTopic.get(command.topic) ?? [];
+        list.push({ key: command.key, value: JSON.stringify(command.value), headers: { ...command.headers } });
+        byTopic.set(command.topic, list);
+      }
       const p = await currentProducer();
-      let transaction: Transaction | undefined;
       try {
-        transaction = await p.transaction();
-        const byTopic = new Map<string, { key: string; value: string; headers: Record<string, string> }[]>();
-        for (const { command } of live) {
-          const list = byTopic.get(command.topic) ?? [];
-          list.push({ key: command.key, value: JSON.stringify(command.value), headers: { ...command.headers } });
-          byTopic.set(command.topic, list);
-        }
-        await transaction.sendBatch({
-          acks: -1,
-          topicMessages: [
-            ...[...byTopic].map(([topic, messages]) => ({ topic, messages })),
-            { topic: options.eventsTopic, messages: live.map((r) => eventMessage(r.event)) },
-          ],
-        });
-        await transaction.commit();
+        await p.sendBatch({ acks: -1, topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })) });
       } catch (error) {
-        await transaction?.abort().catch(() => undefined);
         await resetProducer();
         throw error;
       }
     },
-    { maxItems: MAX_REQUESTS_PER_TRANSACTION },
+    { maxItems: MAX_REQUESTS_PER_SEND },
   );
 
   return {
-    transactions,
+    sends,
     async close() {
-      await transactions.drain().catch(() => undefined);
+      // Every request's answer is due within timeoutMs; past that, a send still retrying
+      // against an absent broker is given up by disconnecting its producer.
+      let timer: NodeJS.Timeout | undefined;
+      const deadline = new Promise<void>((done) => (timer = setTimeout(done, options.timeoutMs)));
+      await Promise.race([sends.drain().catch(() => undefined), deadline]);
+      clearTimeout(timer);
       await resetProducer();
     },
   };
@@ -128,17 +110,18 @@ function laneOf(key: string, lanes: number): number {
 }
 
 /**
- * Publishes each command and its canonical event in one Kafka transaction, so a consumer
- * reading committed data sees both or neither. A producer runs one transaction at a time,
- * so there are `producers` lanes, each a transactional producer; a request goes to the
- * lane of its key, and requests waiting for the same lane share its next transaction
- * (group commit). A request resolves only after the commit, which all in-sync replicas
- * acknowledged (the idempotent producer sends with acks=-1), and rejects with a 503 when
- * that has not happened within `timeoutMs`.
+ * Publishes each command to its command topic, and nothing else: its canonical event is
+ * derived from it by the ingest consumer, so no Kafka transaction is needed and none can
+ * be left hanging by a crash (docs/decisions/kafka-atomicity.md). A lane is one
+ * idempotent producer (acks from all in-sync replicas, broker-side dedup of its own
+ * retries); a request goes to the lane of its key, and requests waiting for the same lane
+ * share its next send (group commit), which keeps one key's commands in the order they
+ * were accepted. A request resolves once Kafka acknowledged its command and rejects with
+ * a 503 when that has not happened within `timeoutMs`.
  */
 export function createKafkaCommandPublisher(options: KafkaCommandPublisherOptions): CommandPublisher {
   const logger = options.logger.child({ module: 'command-publisher' });
-  const lanes = Array.from({ length: options.producers }, (_, i) => createLane(options, `${options.transactionalId}-${i}`));
+  const lanes = Array.from({ length: options.producers }, () => createLane(options));
 
   return {
     async publish(request) {
@@ -156,7 +139,7 @@ export function createKafkaCommandPublisher(options: KafkaCommandPublisherOption
       });
       try {
         const lane = lanes[laneOf(request.command.key, lanes.length)]!;
-        await Promise.race([lane.transactions.write([pending]), timeout]);
+        await Promise.race([lane.sends.write([pending]), timeout]);
       } catch (error) {
         const appError = toKafkaError(error, 'publish');
         logger.warn({ err: error, commandId: request.command.commandId }, 'command not acknowledged');

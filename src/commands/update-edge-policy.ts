@@ -1,5 +1,5 @@
-import type { CanonicalEvent, EdgePolicyAccepted, EdgePolicyCommand, EdgePolicyPatch, FleetPath } from '../generated/schema-types.js';
-import { messageHeaders, SOURCE_SERVICE, type CommandContext, type CommandEnvironment } from './command-context.js';
+import type { EdgePolicyAccepted, EdgePolicyCommand, EdgePolicyPatch, FleetPath } from '../generated/schema-types.js';
+import { commandHeaders, type CommandContext, type CommandEnvironment } from './command-context.js';
 import type { CommandPublisher, PublishRequest } from './command-publisher.js';
 
 export interface EdgePolicyInput {
@@ -30,26 +30,9 @@ export function buildEdgePolicyUpdate(
     requested_at: acceptedAt,
     requested_by: context.requestedBy,
   };
-  const event: CanonicalEvent = {
-    id: env.newId(),
-    org_id: context.orgId,
-    project_id: path.project_id,
-    domain: 'edge',
-    entity: 'policy',
-    action: 'update_queued',
-    occurred_at: acceptedAt,
-    correlation_id: commandId,
-    device_id: null,
-    fleet_id: path.fleet_id,
-    payload: { command_id: commandId, patch },
-    source_service: SOURCE_SERVICE,
-    trace_id: context.trace?.traceId ?? null,
-    span_id: context.trace?.spanId ?? null,
-  };
   return {
     publish: {
-      command: { topic, key: path.fleet_id, commandId, value: command, headers: messageHeaders('edge-policy-command.schema.json') },
-      event,
+      command: { topic, key: path.fleet_id, commandId, value: command, headers: commandHeaders('edge-policy-command.schema.json', context) },
     },
     response: { command_id: commandId, ...path, patch, status: 'accepted', accepted_at: acceptedAt },
   };

@@ -1,3 +1,4 @@
+import { commandEvent } from '../commands/command-event.js';
 import { AppError, type FieldErrors } from '../errors.js';
 import type { CanonicalEvent } from '../generated/schema-types.js';
 import type { SchemaRegistry } from '../schemas/schema-registry.js';
@@ -11,7 +12,20 @@ export interface MessageSource {
   readonly offset: string;
 }
 
+/**
+ * What a message holds: a canonical event (what other services publish), or one of the
+ * gateway's commands, whose canonical event is derived from it (src/commands/command-event.ts).
+ */
+export type MessageFormat = 'canonical-event' | 'enrollment-command' | 'edge-policy-command';
+
+const COMMAND_SCHEMAS = {
+  'enrollment-command': 'enrollment-command.schema.json',
+  'edge-policy-command': 'edge-policy-command.schema.json',
+} as const;
+
 export interface RawEventMessage {
+  /** Absent means a canonical event. */
+  readonly format?: MessageFormat;
   readonly value: Buffer | string | null;
   /** Kept so that a dead-lettered message goes out as it came in. */
   readonly key?: Buffer | string | null;
@@ -77,7 +91,11 @@ export function createEventIngestor(deps: { store: EventStore; schemas: SchemaRe
     } catch {
       return { ok: false, reason: 'invalid-json', detail: 'message value is not JSON' };
     }
-    return parse(json);
+    const format = message.format ?? 'canonical-event';
+    if (format === 'canonical-event') return parse(json);
+    const command = schemas.check(COMMAND_SCHEMAS[format], json);
+    if (!command.ok) return { ok: false, reason: 'schema-violation', detail: describeFields(command.fields) };
+    return parse(commandEvent(command.value, message.headers?.['traceparent']?.toString()));
   }
 
   async function storeUnique(events: CanonicalEvent[]): Promise<void> {

@@ -2,12 +2,13 @@ import type { Consumer, EachBatchPayload, IHeaders, Kafka, Producer } from 'kafk
 import type { Logger } from '../logger.js';
 import { createGroupCommit } from '../store/group-commit.js';
 import { deadLetterMessage } from './dead-letter.js';
-import type { EventIngestor, RawEventMessage } from './event-ingestor.js';
+import type { EventIngestor, MessageFormat, RawEventMessage } from './event-ingestor.js';
 
 export interface IngestConsumerOptions {
   readonly kafka: Kafka;
   readonly groupId: string;
-  readonly topics: readonly string[];
+  /** Each topic it reads and what its messages hold: the event topics, and the command topics whose events it derives. */
+  readonly sources: readonly { readonly topic: string; readonly format: MessageFormat }[];
   readonly deadLetterTopic: string;
   readonly ingestor: EventIngestor;
   /** Most events per store insert. */
@@ -38,7 +39,8 @@ function stringHeaders(headers: IHeaders | undefined): Record<string, Buffer | s
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
 
 /**
- * Reads EVENTS_TOPICS (committed data only) into the store. Batches from all partitions
+ * Reads the event topics and the gateway's command topics (committed data only) into the
+ * store; a command is stored as the canonical event derived from it. Batches from all partitions
  * being consumed are merged into one insert of up to batchSize events or batchWaitMs,
  * because ClickHouse wants thousands of rows per insert. A partition's offsets are
  * committed only after its events are stored and its invalid messages are on the DLQ:
@@ -48,6 +50,8 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
  */
 export function createIngestConsumer(options: IngestConsumerOptions): IngestConsumer {
   const logger = options.logger.child({ module: 'ingest-consumer' });
+  const formats = new Map(options.sources.map((s) => [s.topic, s.format]));
+  const topics = [...formats.keys()];
   const consumer: Consumer = options.kafka.consumer({
     groupId: options.groupId,
     readUncommitted: false,
@@ -85,7 +89,9 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
   async function eachBatch(payload: EachBatchPayload): Promise<void> {
     const { batch } = payload;
     if (batch.messages.length === 0) return;
+    const format = formats.get(batch.topic) ?? 'canonical-event';
     const messages: RawEventMessage[] = batch.messages.map((m) => ({
+      format,
       value: m.value,
       key: m.key,
       headers: stringHeaders(m.headers),
@@ -106,7 +112,7 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
     async start() {
       await deadLetters.connect();
       await consumer.connect();
-      await consumer.subscribe({ topics: [...options.topics], fromBeginning: true });
+      await consumer.subscribe({ topics, fromBeginning: true });
       await consumer.run({
         autoCommit: false,
         eachBatchAutoResolve: false,
@@ -114,7 +120,7 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
         partitionsConsumedConcurrently: 64,
         eachBatch,
       });
-      logger.info({ topics: options.topics, groupId: options.groupId }, 'ingest consumer running');
+      logger.info({ topics, groupId: options.groupId }, 'ingest consumer running');
     },
     async stop() {
       await consumer.disconnect();

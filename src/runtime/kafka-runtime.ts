@@ -1,5 +1,3 @@
-import { randomUUID } from 'node:crypto';
-import { hostname } from 'node:os';
 import type { Kafka } from 'kafkajs';
 import { createKafkaCommandPublisher } from '../commands/kafka-command-publisher.js';
 import type { CommandPublisher } from '../commands/command-publisher.js';
@@ -31,8 +29,6 @@ export async function openKafka(config: Config, kafkaConfig: KafkaConfig, logger
 export function kafkaCommandPublisher(kafka: Kafka, config: Config, kafkaConfig: KafkaConfig, logger: Logger): CommandPublisher {
   return createKafkaCommandPublisher({
     kafka,
-    eventsTopic: config.topics.events[0]!,
-    transactionalId: `${kafkaConfig.clientId}-${hostname()}-${randomUUID()}`,
     producers: kafkaConfig.producers,
     timeoutMs: config.commandTimeoutMs,
     logger,
@@ -49,7 +45,11 @@ export async function startIngestConsumer(
   const consumer = createIngestConsumer({
     kafka,
     groupId: kafkaConfig.consumerGroup,
-    topics: config.topics.events,
+    sources: [
+      ...config.topics.events.map((topic) => ({ topic, format: 'canonical-event' as const })),
+      { topic: config.topics.enrollmentCommands, format: 'enrollment-command' as const },
+      { topic: config.topics.edgePolicyCommands, format: 'edge-policy-command' as const },
+    ],
     deadLetterTopic: config.topics.deadLetter,
     ingestor,
     batchSize: config.ingest.batchSize,

@@ -1,6 +1,6 @@
 import { randomUUID } from 'node:crypto';
 import { signHs256Token } from '../../src/auth/sign-token.js';
-import type { CanonicalEvent } from '../../src/generated/schema-types.js';
+import type { CanonicalEvent, EdgePolicyCommand, EnrollmentCommand } from '../../src/generated/schema-types.js';
 
 export const uuid = (): string => randomUUID();
 
@@ -23,6 +23,39 @@ export function canonicalEvent(overrides: Partial<CanonicalEvent> = {}): Canonic
     source_service: 'sensor-hub',
     span_id: null,
     trace_id: null,
+    ...overrides,
+  };
+}
+
+/** A schema-valid enrollment command as the gateway writes it; override any field. */
+export function enrollmentCommand(overrides: Partial<EnrollmentCommand> = {}): EnrollmentCommand {
+  return {
+    command_id: uuid(),
+    type: 'device.enroll',
+    schema_version: 1,
+    org_id: uuid(),
+    project_id: uuid(),
+    fleet_id: uuid(),
+    device_id: uuid(),
+    body: { display_name: 'Pump 7', enrollment_type: 'factory' },
+    requested_at: '2026-05-01T10:00:00.123Z',
+    requested_by: 'operator-1',
+    ...overrides,
+  };
+}
+
+/** A schema-valid edge-policy command as the gateway writes it; override any field. */
+export function edgePolicyCommand(overrides: Partial<EdgePolicyCommand> = {}): EdgePolicyCommand {
+  return {
+    command_id: uuid(),
+    type: 'edge-policy.merge-patch',
+    schema_version: 1,
+    org_id: uuid(),
+    project_id: uuid(),
+    fleet_id: uuid(),
+    patch: { sync: { every_s: 60 }, drop: null },
+    requested_at: '2026-05-01T10:00:00.123Z',
+    requested_by: 'operator-1',
     ...overrides,
   };
 }

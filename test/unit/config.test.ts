@@ -66,6 +66,8 @@ describe('loadConfig', () => {
     [{ AUTH_JWT_SECRET: SECRET, AUTH_JWKS_URL: 'https://idp/jwks' }, 'AUTH_JWT_SECRET, AUTH_JWKS_URL'],
     [{ KAFKA_BROKERS: 'k:9092' }, 'AUTH_JWT_SECRET'],
     [{ EVENTS_TOPICS: 'ok,bad topic' }, 'EVENTS_TOPICS'],
+    [{ EVENTS_TOPICS: 'platform.events,core.device-enrollment.commands' }, 'EVENTS_TOPICS'],
+    [{ EVENTS_TOPICS: 'my.policies', EDGE_POLICY_COMMANDS_TOPIC: 'my.policies' }, 'EVENTS_TOPICS'],
     [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
     [{ CURSOR_SECRET: 'short' }, 'CURSOR_SECRET'],
     [{ COMMAND_TIMEOUT_MS: '5' }, 'COMMAND_TIMEOUT_MS'],

@@ -6,7 +6,7 @@ import { authenticate, authOf } from '../authenticate.js';
 import { success } from '../envelope.js';
 import { jsonBody } from '../json-body.js';
 import type { GatewayState } from '../state.js';
-import { parseTraceparent } from '../trace-context.js';
+import { parseTraceparent } from '../../trace-context.js';
 
 export function registerEdgePolicyRoute(
   router: Router<GatewayState>,

@@ -6,7 +6,7 @@ import { authenticate, authOf } from '../authenticate.js';
 import { success } from '../envelope.js';
 import { jsonBody } from '../json-body.js';
 import type { GatewayState } from '../state.js';
-import { parseTraceparent } from '../trace-context.js';
+import { parseTraceparent } from '../../trace-context.js';
 
 // Printable ASCII, as the IETF Idempotency-Key draft suggests; long enough for a UUID or a hash.
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;

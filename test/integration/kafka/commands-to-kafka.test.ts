@@ -1,29 +1,57 @@
 import { expect } from 'chai';
-import type { CanonicalEventPageResponse, EdgePolicyAccepted, EnrollmentAccepted } from '../../../src/generated/schema-types.js';
+import { commandEvent, type GatewayCommand } from '../../../src/commands/command-event.js';
+import type { CanonicalEvent, CanonicalEventPageResponse, EdgePolicyAccepted, EnrollmentAccepted } from '../../../src/generated/schema-types.js';
 import { createSchemaRegistry } from '../../../src/schemas/schema-registry.js';
+import { fromStoreTimestamp, toStoreTimestamp } from '../../../src/store/timestamps.js';
 import { uuid } from '../../support/factories.js';
+import type { Tenant } from '../../support/test-gateway.js';
 import { waitFor } from '../../support/wait-for.js';
-import { kafkaSuite, topicReader } from './kafka-suite.js';
+import { kafkaSuite, topicReader, type TopicReader } from './kafka-suite.js';
 
 const schemas = createSchemaRegistry();
+const TRACEPARENT = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+
+async function feedEvents(tenant: Tenant, query: string): Promise<CanonicalEvent[]> {
+  return waitFor('the command in the feed', async () => {
+    const feed = await kafkaSuite().gateway.call<CanonicalEventPageResponse>('GET', `/projects/${tenant.projectId}/events${query}`, {
+      headers: await tenant.headers(),
+    });
+    return feed.body.data.items.length > 0 ? feed.body.data.items : undefined;
+  });
+}
+
+/** The event as the feed shows it: occurred_at with microseconds, in UTC. */
+const asFeedShows = (event: CanonicalEvent): CanonicalEvent => ({ ...event, occurred_at: fromStoreTimestamp(toStoreTimestamp(event.occurred_at)) });
+
+/** Sum of the high watermarks of a topic's partitions. */
+async function messagesOn(topic: string): Promise<bigint> {
+  const admin = kafkaSuite().kafka.admin();
+  await admin.connect();
+  try {
+    return (await admin.fetchTopicOffsets(topic)).reduce((sum, p) => sum + BigInt(p.high), 0n);
+  } finally {
+    await admin.disconnect();
+  }
+}
 
 describe('commands published to Kafka', function () {
   this.timeout(60_000);
-  let reader: Awaited<ReturnType<typeof topicReader>>;
+  let reader: TopicReader;
 
   before(async () => {
     const { topics } = kafkaSuite();
-    reader = await topicReader([topics.enrollments, topics.edgePolicies, topics.events]);
+    reader = await topicReader([topics.enrollments, topics.edgePolicies]);
   });
   after(() => reader.stop());
 
-  it('puts an enrollment on its topic, keyed by device_id, with its event, and the feed shows it once', async () => {
+  it('puts an enrollment on its topic, keyed by device_id, and the feed shows the event derived from it once', async () => {
     const { gateway, topics } = kafkaSuite();
     const tenant = gateway.tenant();
     const fleetId = uuid();
     const deviceId = uuid();
+    const eventsBefore = await messagesOn(topics.events);
     const res = await gateway.call<{ data: EnrollmentAccepted }>('POST', `/projects/${tenant.projectId}/fleets/${fleetId}/devices/${deviceId}/enroll`, {
-      headers: { ...(await tenant.headers({ sub: 'operator-1' })), 'idempotency-key': 'enroll-1' },
+      headers: { ...(await tenant.headers({ sub: 'operator-1' })), 'idempotency-key': 'enroll-1', traceparent: TRACEPARENT },
       body: { display_name: 'Pump', enrollment_type: 'factory' },
     });
     expect(res.status).to.equal(202);
@@ -36,8 +64,9 @@ describe('commands published to Kafka', function () {
       schema: 'enrollment-command.schema.json',
       'schema-version': '1',
       'idempotency-key': 'enroll-1',
+      traceparent: TRACEPARENT,
     });
-    const value = JSON.parse(command!.value!) as unknown;
+    const value = JSON.parse(command!.value!) as GatewayCommand;
     expect(schemas.check('enrollment-command.schema.json', value).ok).to.equal(true);
     expect(value).to.deep.include({
       command_id: enrollmentId,
@@ -50,21 +79,13 @@ describe('commands published to Kafka', function () {
       body: { display_name: 'Pump', enrollment_type: 'factory' },
     });
 
-    const [event] = await reader.waitFor('enrollment event', (m) => m.topic === topics.events && m.value?.includes(enrollmentId) === true);
-    expect(event!.key).to.equal(deviceId);
-    expect(event!.headers['schema']).to.equal('canonical-event.schema.json');
-    expect(schemas.check('canonical-event.schema.json', JSON.parse(event!.value!)).ok).to.equal(true);
-
-    const items = await waitFor('the enrollment in the feed', async () => {
-      const feed = await gateway.call<CanonicalEventPageResponse>('GET', `/projects/${tenant.projectId}/events?device_id=${deviceId}`, {
-        headers: await tenant.headers(),
-      });
-      return feed.body.data.items.length > 0 ? feed.body.data.items : undefined;
-    });
-    expect(items.map((e) => e.correlation_id)).to.deep.equal([enrollmentId]);
+    const items = await feedEvents(tenant, `?device_id=${deviceId}`);
+    expect(items).to.deep.equal([asFeedShows(commandEvent(value, TRACEPARENT))]);
+    expect(items[0]).to.deep.include({ correlation_id: enrollmentId, trace_id: '0af7651916cd43dd8448eb211c80319c', span_id: 'b7ad6b7169203331' });
+    expect(await messagesOn(topics.events), 'the gateway writes nothing to the events topic').to.equal(eventsBefore);
   });
 
-  it('puts an edge-policy patch on its topic, keyed by fleet_id, with its event', async () => {
+  it('puts an edge-policy patch on its topic, keyed by fleet_id, and the feed shows its event', async () => {
     const { gateway, topics } = kafkaSuite();
     const tenant = gateway.tenant();
     const fleetId = uuid();
@@ -78,13 +99,13 @@ describe('commands published to Kafka', function () {
 
     const [command] = await reader.waitFor('edge-policy command', (m) => m.topic === topics.edgePolicies && m.value?.includes(commandId) === true);
     expect(command!.key).to.equal(fleetId);
-    const value = JSON.parse(command!.value!) as unknown;
+    const value = JSON.parse(command!.value!) as GatewayCommand;
     expect(schemas.check('edge-policy-command.schema.json', value).ok).to.equal(true);
     expect(value).to.deep.include({ command_id: commandId, fleet_id: fleetId, patch, type: 'edge-policy.merge-patch' });
 
-    const [event] = await reader.waitFor('edge-policy event', (m) => m.topic === topics.events && m.value?.includes(commandId) === true);
-    expect(event!.key).to.equal(tenant.projectId);
-    expect(JSON.parse(event!.value!)).to.deep.include({ domain: 'edge', entity: 'policy', action: 'update_queued', fleet_id: fleetId });
+    const items = await feedEvents(tenant, `?fleet_id=${fleetId}`);
+    expect(items).to.deep.equal([asFeedShows(commandEvent(value, undefined))]);
+    expect(items[0]).to.deep.include({ domain: 'edge', entity: 'policy', action: 'update_queued', fleet_id: fleetId });
   });
 
   it('keeps the commands of one device in order on one partition', async () => {

@@ -21,6 +21,8 @@ export interface KafkaSuite {
 }
 
 let suite: KafkaSuite | undefined;
+/** Readers still connected; the root hook stops them, so a failed test leaves no client reconnecting to a stopped broker. */
+const openReaders = new Set<Consumer>();
 
 /** The Kafka infrastructure and the Kafka-mode gateway of this mocha process, started by the root hook. */
 export function kafkaSuite(): KafkaSuite {
@@ -43,17 +45,21 @@ function received(topic: string, partition: number, m: KafkaMessage): ReceivedMe
   return { topic, partition, key: m.key?.toString() ?? null, value: m.value?.toString() ?? null, headers, offset: m.offset };
 }
 
-/**
- * Reads topics from the beginning, as committed data, with a group of its own. Tests wait
- * on it for the messages they expect; stop() disconnects it.
- */
-export async function topicReader(topics: string[]): Promise<{
-  messages: ReceivedMessage[];
+export interface TopicReader {
+  readonly messages: ReceivedMessage[];
   waitFor(what: string, predicate: (m: ReceivedMessage) => boolean, count?: number, timeoutMs?: number): Promise<ReceivedMessage[]>;
   stop(): Promise<void>;
-}> {
+}
+
+/**
+ * Reads topics from the beginning, as committed data, with a group of its own. Tests wait
+ * on it for the messages they expect; stop() disconnects it (and the suite does, if a test
+ * did not get that far).
+ */
+export async function topicReader(topics: string[]): Promise<TopicReader> {
   const messages: ReceivedMessage[] = [];
   const consumer: Consumer = kafkaSuite().kafka.consumer({ groupId: `reader-${randomBytes(6).toString('hex')}`, readUncommitted: false, maxWaitTimeInMs: 100 });
+  openReaders.add(consumer);
   await consumer.connect();
   await consumer.subscribe({ topics, fromBeginning: true });
   await consumer.run({
@@ -74,8 +80,36 @@ export async function topicReader(topics: string[]): Promise<{
         50,
       );
     },
-    stop: () => consumer.disconnect(),
+    async stop() {
+      openReaders.delete(consumer);
+      await consumer.disconnect();
+    },
   };
+}
+
+/** Every message now on the topics: read until each partition's end as it was when the call began. */
+export async function readTopicsToEnd(topics: string[], timeoutMs = 60_000): Promise<ReceivedMessage[]> {
+  const admin = kafkaSuite().kafka.admin();
+  await admin.connect();
+  const ends = new Map<string, bigint>();
+  try {
+    for (const topic of topics) {
+      for (const { partition, high } of await admin.fetchTopicOffsets(topic)) ends.set(`${topic}/${partition}`, BigInt(high));
+    }
+  } finally {
+    await admin.disconnect();
+  }
+  const reader = await topicReader(topics);
+  try {
+    await waitFor('the topics read to their end', async () => {
+      const next = new Map<string, bigint>();
+      for (const m of reader.messages) next.set(`${m.topic}/${m.partition}`, BigInt(m.offset) + 1n);
+      return [...ends].every(([tp, end]) => end === 0n || (next.get(tp) ?? 0n) >= end) ? true : undefined;
+    }, timeoutMs, 100);
+    return [...reader.messages];
+  } finally {
+    await reader.stop();
+  }
 }
 
 /** Root hooks, loaded with --require. */
@@ -115,6 +149,7 @@ export const mochaHooks = {
   },
   async afterAll(this: Mocha.Context): Promise<void> {
     this.timeout(120_000);
+    await Promise.all([...openReaders].map((consumer) => consumer.disconnect()));
     if (suite === undefined) return;
     try {
       await suite.gateway.close();

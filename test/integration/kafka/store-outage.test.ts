@@ -74,7 +74,7 @@ describe('ingest while the store is failing', function () {
     consumer = createIngestConsumer({
       kafka,
       groupId,
-      topics: [topic],
+      sources: [{ topic, format: 'canonical-event' }],
       deadLetterTopic: `${topic}.dlq`,
       ingestor: createEventIngestor({ store: failing, schemas: createSchemaRegistry() }),
       batchSize: 1000,

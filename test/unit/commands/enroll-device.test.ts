@@ -47,12 +47,13 @@ function input(overrides: Partial<EnrollInput> = {}): EnrollInput {
 }
 
 describe('enroll device', () => {
-  it('publishes a schema-valid command keyed by device_id, and its event', async () => {
+  it('publishes a schema-valid command keyed by device_id, and nothing else', async () => {
     const { published, enroll } = fakes();
     const req = input({ idempotencyKey: 'k1' });
     const accepted = await enroll(req);
     expect(published).to.have.length(1);
-    const { command, event } = published[0]!;
+    const { command } = published[0]!;
+    expect(Object.keys(published[0]!)).to.deep.equal(['command']);
     expect(command).to.deep.include({ topic: 'enroll.topic', key: req.path.device_id, commandId: accepted.enrollment_id });
     expect(command.headers).to.deep.equal({
       'content-type': 'application/json',
@@ -61,12 +62,16 @@ describe('enroll device', () => {
       'idempotency-key': 'k1',
     });
     expect(schemas.check('enrollment-command.schema.json', command.value).ok).to.equal(true);
-    expect(command.value).to.deep.include({ org_id: req.context.orgId, requested_by: 'alice', idempotency_key: 'k1' });
-    expect(schemas.check('canonical-event.schema.json', event).ok).to.equal(true);
-    expect(event).to.deep.include({ domain: 'devices', entity: 'enrollment', action: 'queued', correlation_id: accepted.enrollment_id });
+    expect(command.value).to.deep.include({ org_id: req.context.orgId, requested_by: 'alice', idempotency_key: 'k1', requested_at: accepted.queued_at });
   });
 
-  it('republishes the very same command and event for a retry, and answers the same', async () => {
+  it('carries the request trace in the command traceparent header', async () => {
+    const { published, enroll } = fakes();
+    await enroll(input({ context: { orgId: uuid(), requestedBy: 'alice', trace: { traceId: '4bf92f3577b34da6a3ce929d0e0e4736', spanId: '00f067aa0ba902b7' } } }));
+    expect(published[0]!.command.headers['traceparent']).to.equal('00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01');
+  });
+
+  it('republishes the very same command for a retry, and answers the same', async () => {
     const { published, enroll } = fakes();
     const req = input({ idempotencyKey: 'k' });
     const first = await enroll(req);

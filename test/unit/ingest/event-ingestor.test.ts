@@ -1,9 +1,10 @@
 import { expect } from 'chai';
 import type { CanonicalEvent } from '../../../src/generated/schema-types.js';
+import { commandEvent } from '../../../src/commands/command-event.js';
 import { createEventIngestor } from '../../../src/ingest/event-ingestor.js';
 import { createSchemaRegistry } from '../../../src/schemas/schema-registry.js';
 import type { EventStore } from '../../../src/store/event-store.js';
-import { canonicalEvent } from '../../support/factories.js';
+import { canonicalEvent, edgePolicyCommand, enrollmentCommand } from '../../support/factories.js';
 
 function memoryStore(fail = false) {
   const batches: CanonicalEvent[][] = [];
@@ -70,5 +71,33 @@ describe('event ingestor', () => {
     let error: unknown;
     await createEventIngestor({ store, schemas }).ingestEvents([{ ...canonicalEvent(), domain: '' }]).catch((e: unknown) => (error = e));
     expect((error as Error).message).to.match(/invalid canonical event/);
+  });
+
+  it('stores the event derived from each command, with the trace of its traceparent header', async () => {
+    const { store, batches } = memoryStore();
+    const enrollment = enrollmentCommand();
+    const edge = edgePolicyCommand();
+    const traceparent = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
+    const result = await createEventIngestor({ store, schemas }).ingestMessages([
+      { format: 'enrollment-command', value: JSON.stringify(enrollment), headers: { traceparent: Buffer.from(traceparent) } },
+      { format: 'edge-policy-command', value: JSON.stringify(edge) },
+      // A redelivered command folds into the same event.
+      { format: 'enrollment-command', value: JSON.stringify(enrollment) },
+    ]);
+    expect(result).to.deep.equal({ stored: 3, rejected: [] });
+    expect(batches).to.deep.equal([[commandEvent(enrollment, traceparent), commandEvent(edge, undefined)]]);
+    expect(batches[0]![0]!.trace_id).to.equal('0af7651916cd43dd8448eb211c80319c');
+  });
+
+  it('rejects a command that breaks its schema, and does not read an event as a command', async () => {
+    const { store, batches } = memoryStore();
+    const result = await createEventIngestor({ store, schemas }).ingestMessages([
+      { format: 'enrollment-command', value: JSON.stringify({ ...enrollmentCommand(), device_id: 'not-a-uuid' }) },
+      { format: 'edge-policy-command', value: JSON.stringify(canonicalEvent()) },
+      { format: 'enrollment-command', value: JSON.stringify(enrollmentCommand({ requested_at: '1800-01-01T00:00:00Z' })) },
+    ]);
+    expect(result.rejected.map((r) => r.reason)).to.deep.equal(['schema-violation', 'schema-violation', 'timestamp-out-of-range']);
+    expect(result.rejected[0]!.detail).to.match(/device_id must match format "uuid"/);
+    expect(batches).to.deep.equal([]);
   });
 });

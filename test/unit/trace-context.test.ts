@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { parseTraceparent } from '../../../src/http/trace-context.js';
+import { formatTraceparent, parseTraceparent } from '../../src/trace-context.js';
 
 describe('traceparent', () => {
   it('reads trace and parent ids', () => {
@@ -12,5 +12,10 @@ describe('traceparent', () => {
     for (const h of [undefined, '', 'garbage', '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331', `00-${'0'.repeat(32)}-b7ad6b7169203331-01`]) {
       expect(parseTraceparent(h)).to.equal(undefined);
     }
+  });
+  it('formats a header that parses back to the same ids', () => {
+    const trace = { traceId: '4bf92f3577b34da6a3ce929d0e0e4736', spanId: '00f067aa0ba902b7' };
+    expect(formatTraceparent(trace)).to.equal('00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01');
+    expect(parseTraceparent(formatTraceparent(trace))).to.deep.equal(trace);
   });
 });
