@@ -1,0 +1,267 @@
+#!/usr/bin/env bash
+# Start a ClickHouse server (its HTTP interface) on the loopback interface,
+# from the engine library that `npm install` already put in node_modules:
+# chDB's libchdb.so (npm @chdb/lib-linux-x64-gnu, ClickHouse 26.7). No Docker,
+# no download.
+#
+# libchdb.so exports chdb_query_cmdline, which runs clickhouse-local; a small
+# loader (scripts/clickhouse/loader.py under python3, or loader.c compiled once
+# with gcc when python3 is missing) has it open the HTTP listener and keeps it
+# up until the loader gets SIGTERM. Unlike chDB in-process, this server runs
+# queries concurrently and speaks the HTTP protocol, so @clickhouse/client and
+# the gateway's CLICKHOUSE_URL work against it. It has no authentication
+# (user default, no password): it binds 127.0.0.1 only.
+#
+# Environment (all optional):
+#   CLICKHOUSE_PORT           HTTP port on 127.0.0.1 (default: 8123)
+#   CLICKHOUSE_STATE_DIR      state file, logs, compiled loader (default: <repo>/.clickhouse)
+#   CLICKHOUSE_DATA_DIR       databases and tables, kept across stop and start
+#                             (default: $CLICKHOUSE_STATE_DIR/data, so <repo>/.clickhouse/data)
+#   CLICKHOUSE_START_TIMEOUT  seconds to wait for GET /ping to answer 200 (default: 60)
+#   CLICKHOUSE_LOG_LEVEL      engine log level (default: information)
+#   CLICKHOUSE_LIB            libchdb.so to load (default: the one under <repo>/node_modules/@chdb)
+#   CLICKHOUSE_LOADER         python or c (default: python when python3 has ctypes, else c)
+#
+# State (pid, port, data dir, logs) is kept in $CLICKHOUSE_STATE_DIR/server.env;
+# scripts/clickhouse-stop.sh uses it. Starting again after a crash or a SIGKILL
+# reuses the same data dir; running this script while the server is up is a no-op.
+set -euo pipefail
+
+SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+REPO_ROOT="$(cd "$SCRIPT_DIR/.." && pwd)"
+STATE_DIR="${CLICKHOUSE_STATE_DIR:-$REPO_ROOT/.clickhouse}"
+
+log() { printf 'clickhouse-start: %s\n' "$*"; }
+die() { printf 'clickhouse-start: ERROR: %s\n' "$*" >&2; exit 1; }
+
+CLICKHOUSE_PORT="${CLICKHOUSE_PORT:-8123}"
+CLICKHOUSE_START_TIMEOUT="${CLICKHOUSE_START_TIMEOUT:-60}"
+CLICKHOUSE_LOG_LEVEL="${CLICKHOUSE_LOG_LEVEL:-information}"
+CLICKHOUSE_LOADER="${CLICKHOUSE_LOADER:-}"
+[[ "$CLICKHOUSE_PORT" =~ ^[0-9]+$ ]] || die "CLICKHOUSE_PORT must be a port number; got \"$CLICKHOUSE_PORT\""
+[[ "$CLICKHOUSE_LOADER" =~ ^(|python|c)$ ]] || die "CLICKHOUSE_LOADER must be python or c; got \"$CLICKHOUSE_LOADER\""
+[[ "$CLICKHOUSE_START_TIMEOUT" =~ ^[0-9]+$ ]] || die "CLICKHOUSE_START_TIMEOUT must be whole seconds; got \"$CLICKHOUSE_START_TIMEOUT\""
+
+mkdir -p "$STATE_DIR"
+STATE_DIR="$(cd "$STATE_DIR" && pwd -P)"
+STATE_FILE="$STATE_DIR/server.env"
+DATA_DIR="${CLICKHOUSE_DATA_DIR:-$STATE_DIR/data}"
+ENGINE_LOG="$STATE_DIR/clickhouse.log"   # the engine's own logger
+OUT_LOG="$STATE_DIR/clickhouse.out"      # the loader's stdout and stderr (failed statements land here)
+
+# A zombie counts as gone: this machine's init reaps orphans only now and then,
+# and until it does, kill -0 still succeeds on a process that has exited.
+alive() {
+  local stat
+  kill -0 "$1" 2>/dev/null || return 1
+  stat="$(cat "/proc/$1/stat" 2>/dev/null)" || return 1
+  [[ "${stat##*) }" != Z* ]]
+}
+
+# True when the pid is alive and is a loader of libchdb.so serving exactly this
+# data dir (guards against touching an unrelated process that reused the pid).
+is_our_server() {
+  local pid="$1" dir="$2" args
+  [[ "$pid" =~ ^[0-9]+$ ]] || return 1
+  alive "$pid" || return 1
+  args="$(tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null)" || return 1
+  grep -q 'libchdb' <<<"$args" && grep -qxF -- "--path=$dir/" <<<"$args"
+}
+
+port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
+
+# HTTP/1.0 over bash's /dev/tcp: no curl needed, and the server closes the
+# connection after one answer.
+ping_ok() {
+  (
+    exec 3<>"/dev/tcp/127.0.0.1/$1" || exit 1
+    printf 'GET /ping HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&3
+    IFS= read -r -t 2 status_line <&3 || exit 1
+    [[ "$status_line" == "HTTP/1."?" 200"* ]]
+  ) 2>/dev/null
+}
+
+# Read one KEY from the state file without clobbering this script's variables.
+state_get() {
+  # shellcheck disable=SC1090
+  (source "$STATE_FILE" >/dev/null 2>&1; printf '%s' "${!1-}")
+}
+
+# --- already running? -------------------------------------------------------
+if [[ -f "$STATE_FILE" ]]; then
+  old_pid="$(state_get CLICKHOUSE_PID)"
+  old_dir="$(state_get CLICKHOUSE_DATA_DIR)"
+  old_port="$(state_get CLICKHOUSE_PORT)"
+  # Alive but silent: still starting (another start is under way), or killed a
+  # moment ago and still being torn down. Wait until it is one or the other.
+  for _ in $(seq 1 100); do
+    is_our_server "$old_pid" "$old_dir" || break
+    ping_ok "$old_port" && break
+    sleep 0.1
+  done
+  if is_our_server "$old_pid" "$old_dir"; then
+    ping_ok "$old_port" || die "pid $old_pid serves $old_dir but does not answer GET /ping on 127.0.0.1:$old_port; run scripts/clickhouse-stop.sh"
+    log "already running (pid $old_pid, $(state_get CLICKHOUSE_URL), data $old_dir)"
+    if [[ "$old_port" != "$CLICKHOUSE_PORT" ]]; then
+      log "note: requested port $CLICKHOUSE_PORT; run scripts/clickhouse-stop.sh first to switch"
+    fi
+    exit 0
+  fi
+  log "removing stale state (pid ${old_pid:-?} is gone; its data stays in ${old_dir:-?})"
+  rm -f -- "$STATE_FILE"
+fi
+
+if port_open "$CLICKHOUSE_PORT"; then
+  die "port 127.0.0.1:$CLICKHOUSE_PORT is already in use (set CLICKHOUSE_PORT)"
+fi
+
+# --- the engine library -------------------------------------------------------
+if [[ -n "${CLICKHOUSE_LIB:-}" ]]; then
+  [[ -f "$CLICKHOUSE_LIB" ]] || die "CLICKHOUSE_LIB=$CLICKHOUSE_LIB: no such file"
+  LIB="$CLICKHOUSE_LIB"
+else
+  LIB=""
+  # npm puts the platform package at the top level, or under chdb/ when it
+  # cannot hoist it.
+  for candidate in "$REPO_ROOT"/node_modules/@chdb/lib-*/libchdb.so \
+                   "$REPO_ROOT"/node_modules/chdb/node_modules/@chdb/lib-*/libchdb.so; do
+    if [[ -f "$candidate" ]]; then LIB="$candidate"; break; fi
+  done
+  [[ -n "$LIB" ]] || die "libchdb.so not found under $REPO_ROOT/node_modules/@chdb (run npm install, or set CLICKHOUSE_LIB)"
+fi
+
+# --- the loader ------------------------------------------------------------------
+PYTHON=""
+if [[ "$CLICKHOUSE_LOADER" != c ]]; then
+  # The real interpreter, not a version-manager shim: one exec less, and the
+  # pid we record is the interpreter's from the start.
+  PYTHON="$(python3 -c 'import ctypes, sys; print(sys.executable)' 2>/dev/null || true)"
+  if [[ -z "$PYTHON" && "$CLICKHOUSE_LOADER" == python ]]; then
+    die "CLICKHOUSE_LOADER=python but python3 with ctypes was not found"
+  fi
+fi
+if [[ -n "$PYTHON" ]]; then
+  LOADER=("$PYTHON" "$SCRIPT_DIR/clickhouse/loader.py")
+  LOADER_KIND="python3 ctypes"
+else
+  LOADER_SRC="$SCRIPT_DIR/clickhouse/loader.c"
+  LOADER_BIN="$STATE_DIR/clickhouse-loader"
+  if [[ ! -x "$LOADER_BIN" || "$LOADER_SRC" -nt "$LOADER_BIN" ]]; then
+    CC="$(command -v gcc || command -v cc || true)"
+    [[ -n "$CC" ]] || die "neither python3 (with ctypes) nor gcc was found; one of them is needed to load libchdb.so"
+    log "python3 not used; compiling scripts/clickhouse/loader.c once into $LOADER_BIN"
+    cc_log="$STATE_DIR/loader-build.log"
+    if ! "$CC" -O2 -o "$LOADER_BIN.tmp" "$LOADER_SRC" -ldl >"$cc_log" 2>&1; then
+      tail -n 20 "$cc_log" >&2 || true
+      rm -f -- "$LOADER_BIN.tmp"
+      die "compiling scripts/clickhouse/loader.c failed (log $cc_log)"
+    fi
+    mv -f -- "$LOADER_BIN.tmp" "$LOADER_BIN"
+    rm -f -- "$cc_log"
+  fi
+  LOADER=("$LOADER_BIN")
+  LOADER_KIND="C loader"
+fi
+
+# --- data dir ------------------------------------------------------------------------
+mkdir -p "$DATA_DIR"
+DATA_DIR="$(cd "$DATA_DIR" && pwd -P)"
+if [[ -z "$(ls -A "$DATA_DIR")" ]]; then
+  # Marker: clickhouse-stop.sh with CLICKHOUSE_WIPE=1 deletes only dirs that
+  # this script created, never a directory someone pointed it at.
+  touch "$DATA_DIR/.core-gateway-clickhouse"
+fi
+
+# --- engine config -------------------------------------------------------------------
+# Only the logger: the command line has no option for rotation, and the engine
+# logs a warning or two a second per MergeTree table while idle, which adds up
+# on a server left running. (clickhouse-local takes the level from
+# --log-level, not from this file, which would otherwise log at trace.)
+xml_escape() { sed -e 's/&/\&amp;/g' -e 's/</\&lt;/g' -e 's/>/\&gt;/g' <<<"$1"; }
+ENGINE_CONFIG="$STATE_DIR/clickhouse-config.xml"
+cat >"$ENGINE_CONFIG" <<XML
+<!-- Generated by scripts/clickhouse-start.sh on each start. -->
+<clickhouse>
+    <logger>
+        <log>$(xml_escape "$ENGINE_LOG")</log>
+        <size>10M</size>
+        <count>3</count>
+    </logger>
+</clickhouse>
+XML
+
+# --- launch --------------------------------------------------------------------------
+# Only lines written from now on belong to this start (the logs are appended to
+# across restarts); failures show those.
+ENGINE_LOG_OFFSET="$(stat -c %s "$ENGINE_LOG" 2>/dev/null || echo 0)"
+OUT_LOG_OFFSET="$(stat -c %s "$OUT_LOG" 2>/dev/null || echo 0)"
+printf '\n==== %s start on 127.0.0.1:%s, data %s (%s)\n' "$(date -u +%FT%TZ)" "$CLICKHOUSE_PORT" "$DATA_DIR" "$LOADER_KIND" >>"$OUT_LOG"
+
+# The loader makes itself a session and process-group leader, so it outlives
+# this shell and its terminal, and stop can sweep the whole group. Its stdin
+# and stdout are not this shell's: a caller that waits for our output (npm,
+# execFile) is not held until the server ends.
+(cd "$STATE_DIR" && exec "${LOADER[@]}" "$LIB" \
+    --path="$DATA_DIR/" \
+    --listen_host=127.0.0.1 \
+    --http_port="$CLICKHOUSE_PORT" \
+    --config-file="$ENGINE_CONFIG" \
+    --log-level="$CLICKHOUSE_LOG_LEVEL") \
+    >>"$OUT_LOG" 2>&1 </dev/null &
+CLICKHOUSE_PID=$!
+disown "$CLICKHOUSE_PID" 2>/dev/null || true
+
+# Shell-quoted KEY=value lines (sourced by clickhouse-stop.sh and by a re-run of this script).
+{
+  printf 'CLICKHOUSE_PID=%q\n' "$CLICKHOUSE_PID"
+  printf 'CLICKHOUSE_PORT=%q\n' "$CLICKHOUSE_PORT"
+  printf 'CLICKHOUSE_URL=%q\n' "http://127.0.0.1:$CLICKHOUSE_PORT"
+  printf 'CLICKHOUSE_DATA_DIR=%q\n' "$DATA_DIR"
+  printf 'CLICKHOUSE_LOG=%q\n' "$ENGINE_LOG"
+  printf 'CLICKHOUSE_OUT=%q\n' "$OUT_LOG"
+  printf 'CLICKHOUSE_LIB=%q\n' "$LIB"
+} >"$STATE_FILE"
+
+# What the loader and the engine wrote during this start.
+new_out() { tail -c "+$((OUT_LOG_OFFSET + 1))" "$OUT_LOG" 2>/dev/null || true; }
+new_log() { tail -c "+$((ENGINE_LOG_OFFSET + 1))" "$ENGINE_LOG" 2>/dev/null || true; }
+
+show_logs() {
+  {
+    echo "---- last lines of $OUT_LOG ----"
+    new_out | tail -n 15
+    echo "---- last lines of $ENGINE_LOG ----"
+    new_log | tail -n 15
+  } >&2
+}
+
+log "starting ClickHouse (pid $CLICKHOUSE_PID, $LOADER_KIND) on 127.0.0.1:$CLICKHOUSE_PORT, data $DATA_DIR"
+deadline=$((SECONDS + CLICKHOUSE_START_TIMEOUT))
+while :; do
+  if ! alive "$CLICKHOUSE_PID"; then
+    rm -f -- "$STATE_FILE"
+    show_logs
+    # Taken between our check and the engine's bind, or bound without listening.
+    if new_out | grep -q 'Address already in use'; then
+      die "port 127.0.0.1:$CLICKHOUSE_PORT is already in use (set CLICKHOUSE_PORT)"
+    fi
+    if new_out | grep -q 'Cannot lock file'; then
+      die "data dir $DATA_DIR is in use by another ClickHouse process (set CLICKHOUSE_DATA_DIR)"
+    fi
+    die "server exited during start-up (data kept in $DATA_DIR)"
+  fi
+  if ping_ok "$CLICKHOUSE_PORT"; then
+    break
+  fi
+  if (( SECONDS >= deadline )); then
+    # SIGTERM first: the loader turns it into a clean engine shutdown.
+    kill -TERM "$CLICKHOUSE_PID" 2>/dev/null || true
+    for _ in $(seq 1 50); do alive "$CLICKHOUSE_PID" || break; sleep 0.1; done
+    kill -KILL -- "-$CLICKHOUSE_PID" 2>/dev/null || kill -KILL "$CLICKHOUSE_PID" 2>/dev/null || true
+    rm -f -- "$STATE_FILE"
+    show_logs
+    die "server did not answer GET /ping on 127.0.0.1:$CLICKHOUSE_PORT within ${CLICKHOUSE_START_TIMEOUT}s (stopped; data kept in $DATA_DIR)"
+  fi
+  sleep 0.1
+done
+log "ready: http://127.0.0.1:$CLICKHOUSE_PORT (log $ENGINE_LOG)"
