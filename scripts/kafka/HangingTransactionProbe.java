@@ -40,6 +40,7 @@ public final class HangingTransactionProbe {
   private record OpenTransaction(long producerId, int epoch, long startOffset, long ageMs, String coordinatorState) {}
 
   private record PartitionReport(TopicPartition partition, long lastStable, long highWatermark, List<OpenTransaction> open) {
+    /** The committed frontier, read after the high watermark, has not reached it. */
     boolean lagging() {
       return lastStable < highWatermark;
     }
@@ -102,8 +103,11 @@ public final class HangingTransactionProbe {
       for (TopicDescription d : admin.describeTopics(topics).allTopicNames().get().values()) {
         d.partitions().forEach(p -> partitions.add(new TopicPartition(d.name(), p.partition())));
       }
-      Map<TopicPartition, Long> lastStable = offsets(admin, partitions, IsolationLevel.READ_COMMITTED);
+      // High watermarks first: on a partition still being written, the last stable offset
+      // read afterwards reaches that mark unless a transaction holds it back. Read in the
+      // other order, every write in between would look like lag.
       Map<TopicPartition, Long> high = offsets(admin, partitions, IsolationLevel.READ_UNCOMMITTED);
+      Map<TopicPartition, Long> lastStable = offsets(admin, partitions, IsolationLevel.READ_COMMITTED);
 
       Collection<TransactionListing> listings = admin.listTransactions().all().get();
       Map<Long, String> coordinatorStateByProducer = new HashMap<>();
