@@ -49,14 +49,8 @@ DATA_DIR="${CLICKHOUSE_DATA_DIR:-$STATE_DIR/data}"
 ENGINE_LOG="$STATE_DIR/clickhouse.log"   # the engine's own logger
 OUT_LOG="$STATE_DIR/clickhouse.out"      # the loader's stdout and stderr (failed statements land here)
 
-# A zombie counts as gone: this machine's init reaps orphans only now and then,
-# and until it does, kill -0 still succeeds on a process that has exited.
-alive() {
-  local stat
-  kill -0 "$1" 2>/dev/null || return 1
-  stat="$(cat "/proc/$1/stat" 2>/dev/null)" || return 1
-  [[ "${stat##*) }" != Z* ]]
-}
+# shellcheck source=scripts/process-lib.sh
+source "$SCRIPT_DIR/process-lib.sh"
 
 # True when the pid is alive and is a loader of libchdb.so serving exactly this
 # data dir (guards against touching an unrelated process that reused the pid).

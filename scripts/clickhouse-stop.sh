@@ -29,14 +29,8 @@ die() { printf 'clickhouse-stop: ERROR: %s\n' "$*" >&2; exit 1; }
 
 [[ "$CLICKHOUSE_STOP_TIMEOUT" =~ ^[0-9]+$ ]] || die "CLICKHOUSE_STOP_TIMEOUT must be whole seconds; got \"$CLICKHOUSE_STOP_TIMEOUT\""
 
-# A zombie counts as gone: this machine's init reaps orphans only now and then,
-# and until it does, kill -0 still succeeds on a process that has exited.
-alive() {
-  local stat
-  kill -0 "$1" 2>/dev/null || return 1
-  stat="$(cat "/proc/$1/stat" 2>/dev/null)" || return 1
-  [[ "${stat##*) }" != Z* ]]
-}
+# shellcheck source=scripts/process-lib.sh
+source "$SCRIPT_DIR/process-lib.sh"
 
 # Same check as in clickhouse-start.sh: alive, loading libchdb.so, on this data dir.
 is_our_server() {
