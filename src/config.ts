@@ -26,6 +26,8 @@ export interface ClickHouseConfig {
   readonly username: string | undefined;
   readonly password: string | undefined;
   readonly database: string;
+  /** Longest wait for one answer from the server; past it the request fails as unavailable (503). */
+  readonly requestTimeoutMs: number;
 }
 
 export interface TopicsConfig {
@@ -45,6 +47,8 @@ export interface KafkaConfig {
   readonly replicationFactor: number;
   /** Idempotent producers per gateway process that send side by side (KAFKA_PRODUCERS). */
   readonly producers: number;
+  /** How long the group waits for a silent ingest consumer before its partitions move to another (KAFKA_SESSION_TIMEOUT_MS). */
+  readonly sessionTimeoutMs: number;
 }
 
 export interface Config {
@@ -137,7 +141,8 @@ function parseClickHouse(env: Env): ClickHouseConfig | undefined {
   url.username = '';
   url.password = '';
   url.pathname = '/';
-  return { url: url.toString().replace(/\/$/, ''), username, password, database };
+  const requestTimeoutMs = integer(env, 'CLICKHOUSE_REQUEST_TIMEOUT_MS', 10_000, 100, 600_000);
+  return { url: url.toString().replace(/\/$/, ''), username, password, database, requestTimeoutMs };
 }
 
 function parseAuth(env: Env, embedded: boolean): AuthConfig {
@@ -213,6 +218,8 @@ export function loadConfig(env: Env): Config {
             partitions: integer(env, 'KAFKA_TOPIC_PARTITIONS', 6, 1, 10_000),
             replicationFactor: integer(env, 'KAFKA_REPLICATION_FACTOR', 1, 1, 16),
             producers: integer(env, 'KAFKA_PRODUCERS', 1, 1, 64),
+            // Brokers refuse sessions under group.min.session.timeout.ms, 6 s by default.
+            sessionTimeoutMs: integer(env, 'KAFKA_SESSION_TIMEOUT_MS', 10_000, 6000, 1_800_000),
           },
     clickhouse,
     topics: {

@@ -15,6 +15,8 @@ export interface IngestConsumerOptions {
   readonly batchSize: number;
   /** Longest a partial batch waits for more events. */
   readonly batchWaitMs: number;
+  /** Silence after which the group hands this member's partitions to another; heartbeats go every third of it. */
+  readonly sessionTimeoutMs: number;
   readonly logger: Logger;
 }
 
@@ -23,7 +25,6 @@ export interface IngestConsumer {
   stop(): Promise<void>;
 }
 
-const HEARTBEAT_EVERY_MS = 2000;
 const BACKOFF_MS = { initial: 200, max: 10_000 };
 
 function stringHeaders(headers: IHeaders | undefined): Record<string, Buffer | string> {
@@ -55,8 +56,8 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
   const consumer: Consumer = options.kafka.consumer({
     groupId: options.groupId,
     readUncommitted: false,
-    sessionTimeout: 30_000,
-    heartbeatInterval: 3000,
+    sessionTimeout: options.sessionTimeoutMs,
+    heartbeatInterval: Math.floor(options.sessionTimeoutMs / 3),
     maxWaitTimeInMs: 250,
   });
   const deadLetters: Producer = options.kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
@@ -97,7 +98,8 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
       headers: stringHeaders(m.headers),
       source: { topic: batch.topic, partition: batch.partition, offset: m.offset },
     }));
-    const beat = setInterval(() => payload.heartbeat().catch(() => undefined), HEARTBEAT_EVERY_MS);
+    // A batch retried against a sick store can outlast the session; heartbeat through it.
+    const beat = setInterval(() => payload.heartbeat().catch(() => undefined), Math.floor(options.sessionTimeoutMs / 5));
     try {
       await storeWithRetry(payload, messages);
     } finally {

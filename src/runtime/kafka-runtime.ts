@@ -54,6 +54,7 @@ export async function startIngestConsumer(
     ingestor,
     batchSize: config.ingest.batchSize,
     batchWaitMs: config.ingest.batchWaitMs,
+    sessionTimeoutMs: kafkaConfig.sessionTimeoutMs,
     logger,
   });
   await consumer.start();

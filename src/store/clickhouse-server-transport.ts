@@ -14,7 +14,7 @@ export async function createClickHouseServerTransport(config: ClickHouseConfig):
     ...(config.password === undefined ? {} : { password: config.password }),
   };
   if (config.database !== 'default') {
-    const bootstrap = createClient({ url: config.url, ...auth });
+    const bootstrap = createClient({ url: config.url, ...auth, request_timeout: config.requestTimeoutMs });
     try {
       // The name is checked against a plain-identifier pattern in config.ts; DDL cannot bind it.
       await bootstrap.command({ query: `CREATE DATABASE IF NOT EXISTS \`${config.database}\`` });
@@ -28,7 +28,7 @@ export async function createClickHouseServerTransport(config: ClickHouseConfig):
     url: config.url,
     database: config.database,
     ...auth,
-    request_timeout: 30_000,
+    request_timeout: config.requestTimeoutMs,
   });
 
   return {

@@ -10,8 +10,12 @@ const UNREACHABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUN
 // ClickHouse codes that mean overload or shutdown, not a wrong query.
 const UNAVAILABLE_CLICKHOUSE_CODES = new Set([159, 202, 209, 210, 241, 242, 252, 394]);
 
+// @clickhouse/client reports its request_timeout with a bare Error and this text, nothing else.
+const CLIENT_TIMEOUT_MESSAGE = 'Timeout error.';
+
 function codeOf(error: unknown): { errno?: string; clickhouse?: number } {
   if (typeof error !== 'object' || error === null) return {};
+  if (error instanceof Error && error.message === CLIENT_TIMEOUT_MESSAGE) return { errno: 'ETIMEDOUT' };
   const e = error as { code?: unknown; clickhouseCode?: unknown; cause?: unknown };
   const errno = typeof e.code === 'string' && UNREACHABLE.has(e.code) ? e.code : undefined;
   let clickhouse: number | undefined;

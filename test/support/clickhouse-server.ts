@@ -1,12 +1,7 @@
-import { execFile } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { promisify } from 'node:util';
-
-const run = promisify(execFile);
-const repoRoot = resolve(import.meta.dirname, '..', '..');
+import { freePort, isAlive, runScript as script, stateValue } from './processes.js';
 
 export interface ClickHouseServerOptions {
   /** HTTP port on 127.0.0.1; a free one when unset. */
@@ -22,45 +17,14 @@ export interface ClickHouseServerHandle {
   readonly dataDir: string;
   /** SIGKILL, like a crash: no shutdown, nothing flushed. Resolves once the process is gone. */
   kill(): Promise<void>;
+  /** SIGSTOP: the server keeps its connections but answers nothing, like one stalled on a slow disk. */
+  freeze(): Promise<void>;
+  /** SIGCONT after freeze(). */
+  thaw(): Promise<void>;
   /** Starts again on the same data and port, and resolves once GET /ping answers. A no-op while it runs. */
   resume(): Promise<void>;
   /** Stops it cleanly and removes this run's state (and the data dir, unless the caller gave one). */
   stop(): Promise<void>;
-}
-
-function freePort(): Promise<number> {
-  return new Promise((done, fail) => {
-    const server = createServer();
-    server.once('error', fail);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as { port: number };
-      server.close(() => done(port));
-    });
-  });
-}
-
-async function script(name: string, env: Record<string, string>): Promise<void> {
-  try {
-    await run('bash', [join(repoRoot, 'scripts', name)], { env: { ...process.env, ...env }, maxBuffer: 10 * 1024 * 1024 });
-  } catch (error) {
-    const e = error as { stdout?: string; stderr?: string };
-    throw new Error(`scripts/${name} failed:\n${e.stdout ?? ''}${e.stderr ?? ''}`, { cause: error });
-  }
-}
-
-/** A zombie counts as gone: it no longer serves or holds the data dir, and nobody may ever reap it. */
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-  } catch {
-    return false;
-  }
-  try {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
-    return stat.slice(stat.lastIndexOf(')') + 2, stat.lastIndexOf(')') + 3) !== 'Z';
-  } catch {
-    return false;
-  }
 }
 
 /** The pid in the state file may have been reused since; only a libchdb loader is ours to kill. */
@@ -92,12 +56,16 @@ export async function startClickHouseServer(options: ClickHouseServerOptions = {
   }
 
   const serverPid = (): number | undefined => {
-    try {
-      const match = /^CLICKHOUSE_PID=(\d+)$/m.exec(readFileSync(join(stateDir, 'server.env'), 'utf8'));
-      return match?.[1] === undefined ? undefined : Number(match[1]);
-    } catch {
-      return undefined; // not started, or already stopped
-    }
+    // Undefined when not started, or already stopped.
+    const pid = stateValue(join(stateDir, 'server.env'), 'CLICKHOUSE_PID');
+    return pid === undefined ? undefined : Number(pid);
+  };
+
+  /** The loader leads its own process group: signal all of it, engine threads and loader alike. */
+  const signalGroup = (signal: NodeJS.Signals): void => {
+    const pid = serverPid();
+    if (pid === undefined || !isAlive(pid) || !isOurServer(pid)) throw new Error(`no ClickHouse server of this test to ${signal}`);
+    process.kill(-pid, signal);
   };
 
   return {
@@ -113,6 +81,12 @@ export async function startClickHouseServer(options: ClickHouseServerOptions = {
         process.kill(pid, 'SIGKILL');
       }
       while (isAlive(pid)) await new Promise((r) => setTimeout(r, 20));
+    },
+    async freeze() {
+      signalGroup('SIGSTOP');
+    },
+    async thaw() {
+      signalGroup('SIGCONT');
     },
     async resume() {
       await script('clickhouse-start.sh', env);

@@ -36,7 +36,7 @@ describe('loadConfig', () => {
     });
     expect(config.kafka?.brokers).to.deep.equal(['a:9092', 'b:9093']);
     expect(config.topics.events).to.deep.equal(['platform.events', 'legacy.events']);
-    expect(config.clickhouse).to.deep.equal({ url: 'http://ch:8123', username: 'u@x', password: 'p:w', database: 'telemetry' });
+    expect(config.clickhouse).to.deep.equal({ url: 'http://ch:8123', username: 'u@x', password: 'p:w', database: 'telemetry', requestTimeoutMs: 10_000 });
   });
 
   it('lets CLICKHOUSE_USER, _PASSWORD and _DATABASE beside the URL win', () => {
@@ -71,6 +71,7 @@ describe('loadConfig', () => {
     [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
     [{ CURSOR_SECRET: 'short' }, 'CURSOR_SECRET'],
     [{ COMMAND_TIMEOUT_MS: '5' }, 'COMMAND_TIMEOUT_MS'],
+    [{ CLICKHOUSE_URL: 'http://ch', AUTH_JWT_SECRET: SECRET, CLICKHOUSE_REQUEST_TIMEOUT_MS: '10s' }, 'CLICKHOUSE_REQUEST_TIMEOUT_MS'],
   ] as const) {
     it(`stops with one message naming ${variable} for ${JSON.stringify(env)}`, () => {
       const error = configError(env);

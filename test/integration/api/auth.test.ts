@@ -3,18 +3,18 @@ import { SignJWT, UnsecuredJWT, generateKeyPair } from 'jose';
 import type { ErrorEnvelope } from '../../../src/generated/schema-types.js';
 import { uuid } from '../../support/factories.js';
 import type { TestGateway, Tenant } from '../../support/test-gateway.js';
-import { sharedGateway } from './shared-gateway.js';
+import { describeOnEachStore } from './gateways.js';
 
 /**
  * Every 401 and 403 cause of decisions.md, on each operation. The token claims are built
  * here by hand where a cause needs a token our own signer would never make.
  */
-describe('authentication and permission', () => {
+describeOnEachStore('authentication and permission', (gateway) => {
   let gw: TestGateway;
   let tenant: Tenant;
 
   before(async () => {
-    gw = await sharedGateway();
+    gw = await gateway();
     tenant = gw.tenant();
   });
 

@@ -3,17 +3,17 @@ import type { CanonicalEventPageResponse, EdgePolicyAccepted, ErrorEnvelope } fr
 import { createSchemaRegistry } from '../../../src/schemas/schema-registry.js';
 import { uuid } from '../../support/factories.js';
 import type { TestGateway, Tenant } from '../../support/test-gateway.js';
-import { sharedGateway } from './shared-gateway.js';
+import { describeOnEachStore } from './gateways.js';
 
 const schemas = createSchemaRegistry();
 
-describe('PATCH .../fleets/{fleet_id}/edge/policy', () => {
+describeOnEachStore('PATCH .../fleets/{fleet_id}/edge/policy', (gateway) => {
   let gw: TestGateway;
   let tenant: Tenant;
   let headers: Record<string, string>;
 
   before(async () => {
-    gw = await sharedGateway();
+    gw = await gateway();
     tenant = gw.tenant();
     headers = await tenant.headers();
   });

@@ -3,7 +3,7 @@ import type { CanonicalEventPageResponse, EnrollmentAccepted, ErrorEnvelope } fr
 import { createSchemaRegistry } from '../../../src/schemas/schema-registry.js';
 import { uuid } from '../../support/factories.js';
 import type { TestGateway, Tenant } from '../../support/test-gateway.js';
-import { sharedGateway } from './shared-gateway.js';
+import { describeOnEachStore } from './gateways.js';
 
 const schemas = createSchemaRegistry();
 
@@ -13,14 +13,14 @@ interface Accepted {
   meta: null;
 }
 
-describe('POST .../devices/{device_id}/enroll', () => {
+describeOnEachStore('POST .../devices/{device_id}/enroll', (gateway) => {
   let gw: TestGateway;
   let tenant: Tenant;
   let headers: Record<string, string>;
   const fleetId = uuid();
 
   before(async () => {
-    gw = await sharedGateway();
+    gw = await gateway();
     tenant = gw.tenant();
     headers = await tenant.headers();
   });

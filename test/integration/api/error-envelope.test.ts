@@ -3,14 +3,14 @@ import type { ErrorEnvelope } from '../../../src/generated/schema-types.js';
 import { createSchemaRegistry } from '../../../src/schemas/schema-registry.js';
 import { uuid } from '../../support/factories.js';
 import type { TestGateway } from '../../support/test-gateway.js';
-import { sharedGateway } from './shared-gateway.js';
+import { describeOnEachStore } from './gateways.js';
 
 const schemas = createSchemaRegistry();
 
-describe('error envelope for unmatched requests', () => {
+describeOnEachStore('error envelope for unmatched requests', (gateway) => {
   let gw: TestGateway;
   before(async () => {
-    gw = await sharedGateway();
+    gw = await gateway();
   });
 
   function expectEnvelope(body: unknown) {
@@ -51,10 +51,10 @@ describe('error envelope for unmatched requests', () => {
   });
 });
 
-describe('health endpoints', () => {
+describeOnEachStore('health endpoints', (gateway) => {
   let gw: TestGateway;
   before(async () => {
-    gw = await sharedGateway();
+    gw = await gateway();
   });
 
   it('answers /healthz and /readyz without credentials', async () => {

@@ -1,25 +1,24 @@
 import { expect } from 'chai';
-import { join } from 'node:path';
 import type { CanonicalEventPageResponse, EnrollmentAccepted } from '../../../src/generated/schema-types.js';
 import { feedSql } from '../../../src/store/clickhouse-event-store.js';
-import { createChdbTransport } from '../../../src/store/chdb-transport.js';
+import { openStore } from '../../../src/runtime/store-runtime.js';
 import type { SqlTransport } from '../../../src/store/sql-transport.js';
 import { canonicalEvent, eventSeries, uuid } from '../../support/factories.js';
 import type { TestGateway, Tenant } from '../../support/test-gateway.js';
-import { sharedGateway } from './shared-gateway.js';
+import { describeOnEachStore } from './gateways.js';
 
-describe('event store on the embedded engine', () => {
+describeOnEachStore('event store', (gateway) => {
   let gw: TestGateway;
   let tenant: Tenant;
   let headers: Record<string, string>;
   let sql: SqlTransport;
 
   before(async () => {
-    gw = await sharedGateway();
+    gw = await gateway();
     tenant = gw.tenant();
     headers = await tenant.headers();
-    // A second connection to the same directory is allowed within one process.
-    sql = createChdbTransport({ path: join(gw.dataDir, 'clickhouse') });
+    // A second connection to the gateway's store (chDB allows one to the same directory within a process).
+    sql = await openStore(gw.config);
   });
 
   after(async () => {
@@ -35,6 +34,20 @@ describe('event store on the embedded engine', () => {
     await gw.seed([event]);
     const [row] = await sql.query<{ n: string }>('SELECT count() AS n FROM events WHERE id = {id:UUID}', { id: event.id });
     expect(Number(row!.n)).to.equal(2);
+    const feed = await gw.call<CanonicalEventPageResponse>('GET', `/projects/${tenant.projectId}/events`, { headers });
+    expect(feed.body.data.items.filter((e) => e.id === event.id)).to.have.length(1);
+  });
+
+  it('folds the copies for good when their parts merge', async () => {
+    const event = canonicalEvent({ org_id: tenant.orgId, project_id: tenant.projectId });
+    await sql.command('SYSTEM STOP MERGES events');
+    await gw.seed([event]);
+    await gw.seed([event]);
+    const count = async () => Number((await sql.query<{ n: string }>('SELECT count() AS n FROM events WHERE id = {id:UUID}', { id: event.id }))[0]!.n);
+    expect(await count(), 'two parts, one copy each').to.equal(2);
+    await sql.command('SYSTEM START MERGES events');
+    await sql.command('OPTIMIZE TABLE events FINAL');
+    expect(await count(), 'one row after the merge').to.equal(1);
     const feed = await gw.call<CanonicalEventPageResponse>('GET', `/projects/${tenant.projectId}/events`, { headers });
     expect(feed.body.data.items.filter((e) => e.id === event.id)).to.have.length(1);
   });

@@ -2,16 +2,16 @@ import { expect } from 'chai';
 import type { CanonicalEventPageResponse, ErrorEnvelope } from '../../../src/generated/schema-types.js';
 import { eventSeries, uuid } from '../../support/factories.js';
 import type { TestGateway, Tenant } from '../../support/test-gateway.js';
-import { sharedGateway } from './shared-gateway.js';
+import { describeOnEachStore } from './gateways.js';
 
-describe('event feed cursor', () => {
+describeOnEachStore('event feed cursor', (gateway) => {
   let gw: TestGateway;
   let tenant: Tenant;
   let headers: Record<string, string>;
   let cursor: string;
 
   before(async () => {
-    gw = await sharedGateway();
+    gw = await gateway();
     tenant = gw.tenant();
     headers = await tenant.headers();
     await gw.seed(eventSeries(5, { org_id: tenant.orgId, project_id: tenant.projectId, domain: 'devices' }));

@@ -2,9 +2,9 @@ import { expect } from 'chai';
 import type { CanonicalEvent, CanonicalEventPageResponse, ErrorEnvelope } from '../../../src/generated/schema-types.js';
 import { canonicalEvent, uuid } from '../../support/factories.js';
 import type { TestGateway, Tenant } from '../../support/test-gateway.js';
-import { sharedGateway } from './shared-gateway.js';
+import { describeOnEachStore } from './gateways.js';
 
-describe('event feed filters and tenant scope', () => {
+describeOnEachStore('event feed filters and tenant scope', (gateway) => {
   let gw: TestGateway;
   let tenant: Tenant;
   let headers: Record<string, string>;
@@ -13,7 +13,7 @@ describe('event feed filters and tenant scope', () => {
   let events: CanonicalEvent[];
 
   before(async () => {
-    gw = await sharedGateway();
+    gw = await gateway();
     tenant = gw.tenant();
     headers = await tenant.headers();
     const base = { org_id: tenant.orgId, project_id: tenant.projectId };

@@ -3,17 +3,17 @@ import type { CanonicalEventPageResponse, ErrorEnvelope } from '../../../src/gen
 import { createSchemaRegistry } from '../../../src/schemas/schema-registry.js';
 import { canonicalEvent, eventSeries } from '../../support/factories.js';
 import type { TestGateway, Tenant } from '../../support/test-gateway.js';
-import { sharedGateway } from './shared-gateway.js';
+import { describeOnEachStore } from './gateways.js';
 
 const schemas = createSchemaRegistry();
 
-describe('event feed pagination', () => {
+describeOnEachStore('event feed pagination', (gateway) => {
   let gw: TestGateway;
   let tenant: Tenant;
   let headers: Record<string, string>;
 
   before(async () => {
-    gw = await sharedGateway();
+    gw = await gateway();
     tenant = gw.tenant();
     headers = await tenant.headers();
     await gw.seed(eventSeries(230, { org_id: tenant.orgId, project_id: tenant.projectId }));

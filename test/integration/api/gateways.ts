@@ -1,16 +1,51 @@
+import { pickInfra, startClickHouseInfra, type ClickHouseInfra } from '../../support/infra.js';
+import { storeEnvironment, storesUnderTest, type StoreKind } from '../../support/stores.js';
 import { startTestGateway, type TestGateway } from '../../support/test-gateway.js';
 
-let gateway: Promise<TestGateway> | undefined;
+let clickhouse: Promise<ClickHouseInfra> | undefined;
+const gateways = new Map<StoreKind, Promise<TestGateway>>();
 
-/** The one embedded gateway of this mocha process (chDB binds one data directory per process). */
-export function sharedGateway(): Promise<TestGateway> {
-  gateway ??= startTestGateway();
+function clickhouseInfra(): Promise<ClickHouseInfra> {
+  clickhouse ??= pickInfra().then((kind) => startClickHouseInfra(kind));
+  return clickhouse;
+}
+
+/**
+ * The gateway of this mocha process on one store, started on first use: the in-process
+ * bus over chDB (which binds one data directory per process, so files share it and keep
+ * apart by tenant), or over the ClickHouse server, in a database of its own.
+ */
+export function gatewayOn(store: StoreKind): Promise<TestGateway> {
+  let gateway = gateways.get(store);
+  if (gateway === undefined) {
+    gateway = (async () => startTestGateway(storeEnvironment(store, store === 'chdb' ? undefined : (await clickhouseInfra()).url)))();
+    gateways.set(store, gateway);
+  }
   return gateway;
 }
 
-/** Root hooks, loaded with --require: close the shared gateway after the whole run. */
+/** The ClickHouse server under the clickhouse-server gateway, for tests that break it. */
+export function clickhouseServer(): Promise<ClickHouseInfra> {
+  return clickhouseInfra();
+}
+
+/** Declares a suite once per store under test (TEST_STORES), with the store's name in its title. */
+export function describeOnEachStore(title: string, body: (gateway: () => Promise<TestGateway>, store: StoreKind) => void): void {
+  for (const store of storesUnderTest()) {
+    describe(`${title} [${store}]`, function () {
+      // The first suite on a store starts its server and gateway.
+      this.timeout(120_000);
+      body(() => gatewayOn(store), store);
+    });
+  }
+}
+
+/** Root hooks, loaded with --require: close the gateways, then the server, after the whole run. */
 export const mochaHooks = {
-  async afterAll(): Promise<void> {
-    if (gateway !== undefined) await (await gateway).close();
+  async afterAll(this: Mocha.Context): Promise<void> {
+    this.timeout(60_000);
+    const started = await Promise.allSettled(gateways.values());
+    for (const result of started) if (result.status === 'fulfilled') await result.value.close();
+    if (clickhouse !== undefined) await (await clickhouse).stop();
   },
 };

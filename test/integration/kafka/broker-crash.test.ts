@@ -2,10 +2,10 @@ import { expect } from 'chai';
 import { randomInt } from 'node:crypto';
 import type { CanonicalEvent, CanonicalEventPageResponse } from '../../../src/generated/schema-types.js';
 import { canonicalEvent, uuid } from '../../support/factories.js';
-import { probeTransactions } from '../../support/kafka-probe.js';
-import type { Tenant } from '../../support/test-gateway.js';
+import { probeTransactions, type ProbeReport } from '../../support/kafka-probe.js';
+import type { Tenant, TestGateway } from '../../support/test-gateway.js';
 import { waitFor } from '../../support/wait-for.js';
-import { kafkaSuite, readTopicsToEnd } from './kafka-suite.js';
+import { describeOnEachStore, readTopicsToEnd } from './kafka-suite.js';
 
 // A few kills in npm test; `npm run test:broker-crash` runs the full schedule.
 const KILLS = Number(process.env['BROKER_CRASH_KILLS'] ?? '3');
@@ -20,8 +20,7 @@ interface History {
   readonly unexpected: string[];
 }
 
-async function allFeedEvents(tenant: Tenant): Promise<CanonicalEvent[]> {
-  const { gateway } = kafkaSuite();
+async function allFeedEvents(gateway: TestGateway, tenant: Tenant): Promise<CanonicalEvent[]> {
   const headers = await tenant.headers();
   const items: CanonicalEvent[] = [];
   let cursor: string | null = null;
@@ -35,8 +34,7 @@ async function allFeedEvents(tenant: Tenant): Promise<CanonicalEvent[]> {
 }
 
 /** Clients that send enrollments and edge-policy patches back to back until stopped, recording every answer. */
-function startLoad(tenant: Tenant, history: History): { stop(): Promise<void> } {
-  const { gateway } = kafkaSuite();
+function startLoad(gateway: TestGateway, tenant: Tenant, history: History): { stop(): Promise<void> } {
   let running = true;
   const client = async (n: number) => {
     const headers = await tenant.headers();
@@ -61,24 +59,24 @@ function startLoad(tenant: Tenant, history: History): { stop(): Promise<void> } 
   };
 }
 
-describe(`broker SIGKILLed under concurrent commands (${KILLS} kills)`, function () {
+describeOnEachStore(`broker SIGKILLed under concurrent commands (${KILLS} kills)`, function (suite) {
   this.timeout(120_000 + KILLS * 90_000);
 
   before(function () {
-    if (kafkaSuite().infra.broker === undefined) {
+    if (suite().infra.broker === undefined) {
       console.log('      external Kafka is not ours to kill: TEST_INFRA=external skips the crash test by choice');
       this.skip();
     }
   });
 
   it('leaves no partition blocked, every acknowledged command on its topic and in the feed exactly once, and ingestion going', async () => {
-    const { gateway, infra, kafka, topics } = kafkaSuite();
+    const { gateway, infra, kafka, topics } = suite();
     const written = [topics.enrollments, topics.edgePolicies, topics.events, topics.deadLetter];
     const tenant = gateway.tenant();
     const history: History = { acknowledged: new Set(), unavailable: 0, unexpected: [] };
     const otherServices = kafka.producer();
     await otherServices.connect();
-    const load = startLoad(tenant, history);
+    const load = startLoad(gateway, tenant, history);
     const otherEvents: CanonicalEvent[] = [];
     try {
       for (let kill = 1; kill <= KILLS; kill += 1) {
@@ -97,10 +95,14 @@ describe(`broker SIGKILLed under concurrent commands (${KILLS} kills)`, function
           return true;
         }, 60_000, 500);
 
+        let last: unknown;
         await waitFor(`every partition stable after kill ${kill}`, async () => {
-          const report = await probeTransactions(infra.brokers[0]!, written);
+          last = await probeTransactions(infra.brokers[0]!, written).catch((error: unknown) => error);
+          const report = last as ProbeReport;
           return report.lagging === 0 && report.blocked === 0 ? report : undefined;
-        }, 30_000, 250);
+        }, 30_000, 250).catch((error: unknown) => {
+          throw new Error(`${(error as Error).message}; the probe's last answer: ${last instanceof Error ? last.message : JSON.stringify(last)}`);
+        });
       }
     } finally {
       await load.stop();
@@ -122,7 +124,7 @@ describe(`broker SIGKILLed under concurrent commands (${KILLS} kills)`, function
     // The feed ends with one event per command on the topics (acknowledged, or answered 503 but
     // written), and every other service's event.
     const feed = await waitFor('the feed to hold every command and event', async () => {
-      const items = await allFeedEvents(tenant);
+      const items = await allFeedEvents(gateway, tenant);
       return items.length >= commandCounts.size + otherEvents.length ? items : undefined;
     }, 60_000, 500);
     const fromCommands = feed.filter((e) => e.source_service === 'core-gateway').map((e) => e.correlation_id!);

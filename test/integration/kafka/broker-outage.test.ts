@@ -2,23 +2,23 @@ import { expect } from 'chai';
 import type { CanonicalEventPageResponse, EnrollmentAccepted, ErrorEnvelope } from '../../../src/generated/schema-types.js';
 import { uuid } from '../../support/factories.js';
 import { waitFor } from '../../support/wait-for.js';
-import { kafkaSuite } from './kafka-suite.js';
+import { describeOnEachStore } from './kafka-suite.js';
 
 // COMMAND_TIMEOUT_MS is 3000 in this suite; the answer may take a little longer than that.
 const ANSWER_BOUND_MS = 3000 + 2000;
 
-describe('broker outage', function () {
+describeOnEachStore('broker outage', function (suite) {
   this.timeout(180_000);
 
   before(function () {
-    if (kafkaSuite().infra.broker === undefined) {
+    if (suite().infra.broker === undefined) {
       console.log('      external Kafka is not ours to stop: TEST_INFRA=external skips the outage test by choice');
       this.skip();
     }
   });
 
   it('answers 503 in bounded time while the broker is down, and 2xx once it is back, with nothing lost', async () => {
-    const { gateway, infra } = kafkaSuite();
+    const { gateway, infra } = suite();
     const tenant = gateway.tenant();
     const headers = await tenant.headers();
     const enroll = (deviceId: string) =>

@@ -4,16 +4,17 @@ import type { CanonicalEvent, CanonicalEventPageResponse, EdgePolicyAccepted, En
 import { createSchemaRegistry } from '../../../src/schemas/schema-registry.js';
 import { fromStoreTimestamp, toStoreTimestamp } from '../../../src/store/timestamps.js';
 import { uuid } from '../../support/factories.js';
-import type { Tenant } from '../../support/test-gateway.js';
+import type { Tenant, TestGateway } from '../../support/test-gateway.js';
+import type { Kafka } from 'kafkajs';
 import { waitFor } from '../../support/wait-for.js';
-import { kafkaSuite, topicReader, type TopicReader } from './kafka-suite.js';
+import { describeOnEachStore, topicReader, type TopicReader } from './kafka-suite.js';
 
 const schemas = createSchemaRegistry();
 const TRACEPARENT = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
 
-async function feedEvents(tenant: Tenant, query: string): Promise<CanonicalEvent[]> {
+async function feedEvents(gateway: TestGateway, tenant: Tenant, query: string): Promise<CanonicalEvent[]> {
   return waitFor('the command in the feed', async () => {
-    const feed = await kafkaSuite().gateway.call<CanonicalEventPageResponse>('GET', `/projects/${tenant.projectId}/events${query}`, {
+    const feed = await gateway.call<CanonicalEventPageResponse>('GET', `/projects/${tenant.projectId}/events${query}`, {
       headers: await tenant.headers(),
     });
     return feed.body.data.items.length > 0 ? feed.body.data.items : undefined;
@@ -24,8 +25,8 @@ async function feedEvents(tenant: Tenant, query: string): Promise<CanonicalEvent
 const asFeedShows = (event: CanonicalEvent): CanonicalEvent => ({ ...event, occurred_at: fromStoreTimestamp(toStoreTimestamp(event.occurred_at)) });
 
 /** Sum of the high watermarks of a topic's partitions. */
-async function messagesOn(topic: string): Promise<bigint> {
-  const admin = kafkaSuite().kafka.admin();
+async function messagesOn(kafka: Kafka, topic: string): Promise<bigint> {
+  const admin = kafka.admin();
   await admin.connect();
   try {
     return (await admin.fetchTopicOffsets(topic)).reduce((sum, p) => sum + BigInt(p.high), 0n);
@@ -34,22 +35,22 @@ async function messagesOn(topic: string): Promise<bigint> {
   }
 }
 
-describe('commands published to Kafka', function () {
+describeOnEachStore('commands published to Kafka', function (suite) {
   this.timeout(60_000);
   let reader: TopicReader;
 
   before(async () => {
-    const { topics } = kafkaSuite();
+    const { topics } = suite();
     reader = await topicReader([topics.enrollments, topics.edgePolicies]);
   });
   after(() => reader.stop());
 
   it('puts an enrollment on its topic, keyed by device_id, and the feed shows the event derived from it once', async () => {
-    const { gateway, topics } = kafkaSuite();
+    const { gateway, topics } = suite();
     const tenant = gateway.tenant();
     const fleetId = uuid();
     const deviceId = uuid();
-    const eventsBefore = await messagesOn(topics.events);
+    const eventsBefore = await messagesOn(suite().kafka, topics.events);
     const res = await gateway.call<{ data: EnrollmentAccepted }>('POST', `/projects/${tenant.projectId}/fleets/${fleetId}/devices/${deviceId}/enroll`, {
       headers: { ...(await tenant.headers({ sub: 'operator-1' })), 'idempotency-key': 'enroll-1', traceparent: TRACEPARENT },
       body: { display_name: 'Pump', enrollment_type: 'factory' },
@@ -79,14 +80,14 @@ describe('commands published to Kafka', function () {
       body: { display_name: 'Pump', enrollment_type: 'factory' },
     });
 
-    const items = await feedEvents(tenant, `?device_id=${deviceId}`);
+    const items = await feedEvents(gateway, tenant, `?device_id=${deviceId}`);
     expect(items).to.deep.equal([asFeedShows(commandEvent(value, TRACEPARENT))]);
     expect(items[0]).to.deep.include({ correlation_id: enrollmentId, trace_id: '0af7651916cd43dd8448eb211c80319c', span_id: 'b7ad6b7169203331' });
-    expect(await messagesOn(topics.events), 'the gateway writes nothing to the events topic').to.equal(eventsBefore);
+    expect(await messagesOn(suite().kafka, topics.events), 'the gateway writes nothing to the events topic').to.equal(eventsBefore);
   });
 
   it('puts an edge-policy patch on its topic, keyed by fleet_id, and the feed shows its event', async () => {
-    const { gateway, topics } = kafkaSuite();
+    const { gateway, topics } = suite();
     const tenant = gateway.tenant();
     const fleetId = uuid();
     const patch = { sync: { every_s: 60 }, drop: null };
@@ -103,13 +104,13 @@ describe('commands published to Kafka', function () {
     expect(schemas.check('edge-policy-command.schema.json', value).ok).to.equal(true);
     expect(value).to.deep.include({ command_id: commandId, fleet_id: fleetId, patch, type: 'edge-policy.merge-patch' });
 
-    const items = await feedEvents(tenant, `?fleet_id=${fleetId}`);
+    const items = await feedEvents(gateway, tenant, `?fleet_id=${fleetId}`);
     expect(items).to.deep.equal([asFeedShows(commandEvent(value, undefined))]);
     expect(items[0]).to.deep.include({ domain: 'edge', entity: 'policy', action: 'update_queued', fleet_id: fleetId });
   });
 
   it('keeps the commands of one device in order on one partition', async () => {
-    const { gateway, topics } = kafkaSuite();
+    const { gateway, topics } = suite();
     const tenant = gateway.tenant();
     const headers = await tenant.headers();
     const deviceId = uuid();

@@ -3,13 +3,13 @@ import type { CanonicalEventPageResponse } from '../../../src/generated/schema-t
 import { canonicalEvent, eventSeries } from '../../support/factories.js';
 import { waitFor } from '../../support/wait-for.js';
 import { feedSettlesAt } from './feed-helpers.js';
-import { kafkaSuite, topicReader } from './kafka-suite.js';
+import { describeOnEachStore, topicReader } from './kafka-suite.js';
 
-describe('events from other services into the feed', function () {
+describeOnEachStore('events from other services into the feed', function (suite) {
   this.timeout(60_000);
 
   it('shows an event another service published, once, with every field', async () => {
-    const { gateway, kafka, topics } = kafkaSuite();
+    const { gateway, kafka, topics } = suite();
     const tenant = gateway.tenant();
     const event = canonicalEvent({
       org_id: tenant.orgId,
@@ -25,12 +25,12 @@ describe('events from other services into the feed', function () {
     await producer.send({ topic: topics.events, acks: -1, messages: [{ key: event.device_id!, value: JSON.stringify(event) }] });
     await producer.disconnect();
 
-    const [item] = await feedSettlesAt(tenant, 1);
+    const [item] = await feedSettlesAt(gateway, tenant, 1);
     expect(item).to.deep.equal({ ...event, occurred_at: '2026-03-04T03:06:07.123456Z' });
   });
 
   it('sends poison messages to the DLQ with their reason and source, and stores the valid events behind them', async () => {
-    const { gateway, kafka, topics } = kafkaSuite();
+    const { gateway, kafka, topics } = suite();
     const tenant = gateway.tenant();
     const base = { org_id: tenant.orgId, project_id: tenant.projectId };
     const dlq = await topicReader([topics.deadLetter]);
@@ -68,12 +68,12 @@ describe('events from other services into the feed', function () {
     expect(dead[1]!.headers['dlq-detail']).to.match(/id is required/);
     expect(dead[1]!.headers['dlq-source-offset']).to.equal(String(BigInt(baseOffset!) + 1n));
 
-    const items = await feedSettlesAt(tenant, 3);
+    const items = await feedSettlesAt(gateway, tenant, 3);
     expect(items.map((e) => e.id).sort()).to.deep.equal(good.map((e) => e.id).sort());
   });
 
   it('ingests a burst from many devices across partitions', async () => {
-    const { gateway, kafka, topics } = kafkaSuite();
+    const { gateway, kafka, topics } = suite();
     const tenant = gateway.tenant();
     const events = eventSeries(1500, { org_id: tenant.orgId, project_id: tenant.projectId }).map((e, i) => ({ ...e, device_id: `00000000-0000-4000-8000-${String(i % 40).padStart(12, '0')}` }));
     const producer = kafka.producer();

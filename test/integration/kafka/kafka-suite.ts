@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { Kafka, logLevel, type Consumer, type KafkaMessage } from 'kafkajs';
 import { pickInfra, startInfra, type TestInfra } from '../../support/infra.js';
+import { storeEnvironment, storesUnderTest, type StoreKind } from '../../support/stores.js';
 import { startTestGateway, type TestGateway } from '../../support/test-gateway.js';
 import { waitFor } from '../../support/wait-for.js';
 
@@ -11,7 +12,9 @@ export interface Topics {
   readonly deadLetter: string;
 }
 
+/** What a test on one store gets: its own gateway, topics and ingest group, on the shared broker. */
 export interface KafkaSuite {
+  readonly store: StoreKind;
   readonly infra: TestInfra;
   readonly gateway: TestGateway;
   /** A plain kafkajs client, standing for the other services that read and write the topics. */
@@ -20,14 +23,31 @@ export interface KafkaSuite {
   readonly consumerGroup: string;
 }
 
-let suite: KafkaSuite | undefined;
+let shared: { readonly infra: TestInfra; readonly kafka: Kafka } | undefined;
+const suites = new Map<StoreKind, KafkaSuite>();
 /** Readers still connected; the root hook stops them, so a failed test leaves no client reconnecting to a stopped broker. */
 const openReaders = new Set<Consumer>();
 
-/** The Kafka infrastructure and the Kafka-mode gateway of this mocha process, started by the root hook. */
-export function kafkaSuite(): KafkaSuite {
-  if (suite === undefined) throw new Error('the Kafka suite is not running: load kafka-suite.ts with --require');
+/** The broker and a plain client, for tests that need no gateway. */
+export function sharedKafka(): { readonly infra: TestInfra; readonly kafka: Kafka } {
+  if (shared === undefined) throw new Error('the Kafka suite is not running: load kafka-suite.ts with --require');
+  return shared;
+}
+
+/** The Kafka-mode gateway on `store` and its topics, started by the root hook. */
+export function kafkaSuite(store: StoreKind): KafkaSuite {
+  const suite = suites.get(store);
+  if (suite === undefined) throw new Error(`the Kafka suite has no gateway on ${store}: check TEST_STORES`);
   return suite;
+}
+
+/** Declares a suite once per store under test (TEST_STORES), with the store's name in its title. */
+export function describeOnEachStore(title: string, body: (this: Mocha.Suite, suite: () => KafkaSuite, store: StoreKind) => void): void {
+  for (const store of storesUnderTest()) {
+    describe(`${title} [${store}]`, function () {
+      body.call(this, () => kafkaSuite(store), store);
+    });
+  }
 }
 
 export interface ReceivedMessage {
@@ -58,7 +78,7 @@ export interface TopicReader {
  */
 export async function topicReader(topics: string[]): Promise<TopicReader> {
   const messages: ReceivedMessage[] = [];
-  const consumer: Consumer = kafkaSuite().kafka.consumer({ groupId: `reader-${randomBytes(6).toString('hex')}`, readUncommitted: false, maxWaitTimeInMs: 100 });
+  const consumer: Consumer = sharedKafka().kafka.consumer({ groupId: `reader-${randomBytes(6).toString('hex')}`, readUncommitted: false, maxWaitTimeInMs: 100 });
   openReaders.add(consumer);
   await consumer.connect();
   await consumer.subscribe({ topics, fromBeginning: true });
@@ -89,7 +109,7 @@ export async function topicReader(topics: string[]): Promise<TopicReader> {
 
 /** Every message now on the topics: read until each partition's end as it was when the call began. */
 export async function readTopicsToEnd(topics: string[], timeoutMs = 60_000): Promise<ReceivedMessage[]> {
-  const admin = kafkaSuite().kafka.admin();
+  const admin = sharedKafka().kafka.admin();
   await admin.connect();
   const ends = new Map<string, bigint>();
   try {
@@ -112,49 +132,48 @@ export async function readTopicsToEnd(topics: string[], timeoutMs = 60_000): Pro
   }
 }
 
-/** Root hooks, loaded with --require. */
+async function startSuite(store: StoreKind, infra: TestInfra): Promise<KafkaSuite> {
+  const run = randomBytes(4).toString('hex');
+  const topics: Topics = {
+    events: `platform.events.${run}`,
+    enrollments: `core.device-enrollment.commands.${run}`,
+    edgePolicies: `core.edge-policy.commands.${run}`,
+    deadLetter: `platform.events.dlq.${run}`,
+  };
+  const consumerGroup = `core-gateway-ingest-${run}`;
+  const gateway = await startTestGateway({
+    KAFKA_BROKERS: infra.brokers.join(','),
+    ...storeEnvironment(store, infra.clickhouse?.url),
+    EVENTS_TOPICS: topics.events,
+    ENROLLMENT_COMMANDS_TOPIC: topics.enrollments,
+    EDGE_POLICY_COMMANDS_TOPIC: topics.edgePolicies,
+    EVENTS_DLQ_TOPIC: topics.deadLetter,
+    KAFKA_CONSUMER_GROUP: consumerGroup,
+    KAFKA_TOPIC_PARTITIONS: '3',
+    COMMAND_TIMEOUT_MS: '3000',
+    INGEST_BATCH_WAIT_MS: '50',
+  });
+  return { store, infra, gateway, kafka: sharedKafka().kafka, topics, consumerGroup };
+}
+
+/** Root hooks, loaded with --require: one broker (and ClickHouse server) for the run, one gateway per store. */
 export const mochaHooks = {
   async beforeAll(this: Mocha.Context): Promise<void> {
     this.timeout(300_000);
     const kind = await pickInfra();
-    console.log(`      Kafka suite infrastructure: ${kind}`);
-    const infra = await startInfra(kind);
-    const run = randomBytes(4).toString('hex');
-    const topics: Topics = {
-      events: `platform.events.${run}`,
-      enrollments: `core.device-enrollment.commands.${run}`,
-      edgePolicies: `core.edge-policy.commands.${run}`,
-      deadLetter: `platform.events.dlq.${run}`,
-    };
-    const consumerGroup = `core-gateway-ingest-${run}`;
-    try {
-      const gateway = await startTestGateway({
-        KAFKA_BROKERS: infra.brokers.join(','),
-        ...(infra.clickhouseUrl === undefined ? {} : { CLICKHOUSE_URL: infra.clickhouseUrl, CLICKHOUSE_DATABASE: `test_${run}` }),
-        EVENTS_TOPICS: topics.events,
-        ENROLLMENT_COMMANDS_TOPIC: topics.enrollments,
-        EDGE_POLICY_COMMANDS_TOPIC: topics.edgePolicies,
-        EVENTS_DLQ_TOPIC: topics.deadLetter,
-        KAFKA_CONSUMER_GROUP: consumerGroup,
-        KAFKA_TOPIC_PARTITIONS: '3',
-        COMMAND_TIMEOUT_MS: '3000',
-        INGEST_BATCH_WAIT_MS: '50',
-      });
-      const kafka = new Kafka({ clientId: `test-${run}`, brokers: infra.brokers, logLevel: logLevel.NOTHING });
-      suite = { infra, gateway, kafka, topics, consumerGroup };
-    } catch (error) {
-      await infra.stop();
-      throw error;
-    }
+    const stores = storesUnderTest();
+    console.log(`      Kafka suite infrastructure: ${kind}; stores: ${stores.join(', ')}`);
+    const infra = await startInfra(kind, { withClickHouse: stores.includes('clickhouse-server') });
+    shared = { infra, kafka: new Kafka({ clientId: `test-${randomBytes(4).toString('hex')}`, brokers: infra.brokers, logLevel: logLevel.NOTHING }) };
+    for (const store of stores) suites.set(store, await startSuite(store, infra));
   },
   async afterAll(this: Mocha.Context): Promise<void> {
     this.timeout(120_000);
     await Promise.all([...openReaders].map((consumer) => consumer.disconnect()));
-    if (suite === undefined) return;
     try {
-      await suite.gateway.close();
+      for (const suite of suites.values()) await suite.gateway.close();
     } finally {
-      await suite.infra.stop();
+      await shared?.infra.stop();
     }
   },
 };

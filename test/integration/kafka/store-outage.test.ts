@@ -11,14 +11,14 @@ import type { EventStore } from '../../../src/store/event-store.js';
 import type { SqlTransport } from '../../../src/store/sql-transport.js';
 import { eventSeries } from '../../support/factories.js';
 import { waitFor } from '../../support/wait-for.js';
-import { kafkaSuite } from './kafka-suite.js';
+import { describeOnEachStore } from './kafka-suite.js';
 
 /**
  * A consumer of its own on a topic of its own, over the suite's real store, whose
  * insertEvents fails for its first calls: nothing may be committed until the batch is
  * stored, and then every event is there once.
  */
-describe('ingest while the store is failing', function () {
+describeOnEachStore('ingest while the store is failing', function (suite) {
   this.timeout(90_000);
   const run = randomBytes(4).toString('hex');
   const topic = `store-outage.${run}`;
@@ -27,7 +27,7 @@ describe('ingest while the store is failing', function () {
   let consumer: IngestConsumer | undefined;
 
   before(async () => {
-    const { kafka, gateway } = kafkaSuite();
+    const { kafka, gateway } = suite();
     const admin = kafka.admin();
     await admin.connect();
     await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 1 }, { topic: `${topic}.dlq`, numPartitions: 1 }] });
@@ -42,7 +42,7 @@ describe('ingest while the store is failing', function () {
   });
 
   async function committedOffset(): Promise<string> {
-    const admin = kafkaSuite().kafka.admin();
+    const admin = suite().kafka.admin();
     await admin.connect();
     try {
       const [result] = await admin.fetchOffsets({ groupId, topics: [topic] });
@@ -53,7 +53,7 @@ describe('ingest while the store is failing', function () {
   }
 
   it('retries with backoff, commits nothing until the batch is stored, then stores every event once', async () => {
-    const { kafka, gateway } = kafkaSuite();
+    const { kafka, gateway } = suite();
     const tenant = gateway.tenant();
     const events: CanonicalEvent[] = eventSeries(25, { org_id: tenant.orgId, project_id: tenant.projectId });
 
@@ -79,6 +79,7 @@ describe('ingest while the store is failing', function () {
       ingestor: createEventIngestor({ store: failing, schemas: createSchemaRegistry() }),
       batchSize: 1000,
       batchWaitMs: 20,
+      sessionTimeoutMs: 10_000,
       logger: createLogger('silent'),
     });
     await consumer.start();

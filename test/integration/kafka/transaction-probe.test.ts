@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { randomBytes } from 'node:crypto';
 import type { Producer } from 'kafkajs';
 import { probeTransactions } from '../../support/kafka-probe.js';
-import { kafkaSuite } from './kafka-suite.js';
+import { sharedKafka } from './kafka-suite.js';
 
 /**
  * The operator's probe against a real open transaction: another service's producer that
@@ -14,7 +14,7 @@ describe('hanging-transaction probe (scripts/kafka-probe.sh)', function () {
   let producer: Producer | undefined;
 
   before(async () => {
-    const admin = kafkaSuite().kafka.admin();
+    const admin = sharedKafka().kafka.admin();
     await admin.connect();
     await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 2 }] });
     await admin.disconnect();
@@ -22,14 +22,14 @@ describe('hanging-transaction probe (scripts/kafka-probe.sh)', function () {
 
   after(async () => {
     await producer?.disconnect();
-    const admin = kafkaSuite().kafka.admin();
+    const admin = sharedKafka().kafka.admin();
     await admin.connect();
     await admin.deleteTopics({ topics: [topic] });
     await admin.disconnect();
   });
 
   it('reports an open transaction as lagging, as blocked past the threshold, and nothing once it is aborted', async () => {
-    const { kafka, infra } = kafkaSuite();
+    const { kafka, infra } = sharedKafka();
     const broker = infra.brokers[0]!;
     producer = kafka.producer({ transactionalId: `probe-${topic}`, idempotent: true, maxInFlightRequests: 1 });
     await producer.connect();
