@@ -15,7 +15,7 @@ function ephemeralRangeStart(): number {
   }
 }
 
-function canListen(port: number): Promise<boolean> {
+function canListenOn(port: number): Promise<boolean> {
   return new Promise((done) => {
     const server = createServer();
     server.once('error', () => done(false));
@@ -23,26 +23,32 @@ function canListen(port: number): Promise<boolean> {
   });
 }
 
+async function canListen(first: number, span: number): Promise<boolean> {
+  for (let port = first; port < first + span; port += 1) if (!(await canListenOn(port))) return false;
+  return true;
+}
+
 /**
- * A free port on 127.0.0.1 below the kernel's ephemeral range. A server the tests kill and
+ * A free port on 127.0.0.1 below the kernel's ephemeral range; with `span`, the ports
+ * after it up to span - 1 are free too. A server the tests kill and
  * restart must not sit in that range: while it is down, its clients' reconnects take
  * source ports from there, and one that draws the server's own port connects to itself
  * (TCP self-connect) and holds it, so the server cannot listen again.
  */
-export async function freePort(): Promise<number> {
+export async function freePort(span = 1): Promise<number> {
   const below = Math.min(ephemeralRangeStart(), 32768);
   if (below <= 21000) throw new Error(`the ephemeral port range starts at ${below}; the tests need free ports between 20000 and it`);
   for (let attempt = 0; attempt < 200; attempt += 1) {
-    const port = 20000 + Math.floor(Math.random() * (below - 20000));
-    if (await canListen(port)) return port;
+    const port = 20000 + Math.floor(Math.random() * (below - 20000 - span));
+    if (await canListen(port, span)) return port;
   }
   throw new Error(`no free port found between 20000 and ${below}`);
 }
 
-/** Runs one of the project's scripts/ with extra environment; its output becomes the error when it fails. */
-export async function runScript(name: string, env: Record<string, string>): Promise<void> {
+/** Runs one of the project's scripts/ with extra environment over `base`; its output becomes the error when it fails. */
+export async function runScript(name: string, env: Record<string, string>, base: NodeJS.ProcessEnv = process.env): Promise<void> {
   try {
-    await run('bash', [join(repoRoot, 'scripts', name)], { env: { ...process.env, ...env }, maxBuffer: 10 * 1024 * 1024 });
+    await run('bash', [join(repoRoot, 'scripts', name)], { env: { ...base, ...env }, maxBuffer: 10 * 1024 * 1024 });
   } catch (error) {
     const e = error as { stdout?: string; stderr?: string };
     throw new Error(`scripts/${name} failed:\n${e.stdout ?? ''}${e.stderr ?? ''}`, { cause: error });

@@ -1,0 +1,123 @@
+import { expect } from 'chai';
+import { Kafka, logLevel } from 'kafkajs';
+import type { EnrollmentCommand } from '../../../src/generated/schema-types.js';
+import { uuid } from '../../support/factories.js';
+import { createStack, type Stack } from '../../support/stack.js';
+import { waitFor } from '../../support/wait-for.js';
+import {
+  committedToEnd,
+  enroll,
+  firstPage,
+  messagesOn,
+  newTenant,
+  produceContinuously,
+  wholeFeed,
+  type Tenant,
+} from './stack-helpers.js';
+
+// The stack scripts bound their own waits (broker 90 s, ClickHouse 60 s, processes 90 s);
+// the hook outlasts them so that stop() never races a start still under way.
+const STACK_START_BUDGET_MS = 300_000;
+
+describe('the production shape: two gateways, a consumer, a broker and ClickHouse as separate processes', function () {
+  let stack: Stack | undefined;
+  let kafka: Kafka | undefined;
+
+  const running = (): { stack: Stack; kafka: Kafka } => {
+    if (stack === undefined || kafka === undefined) throw new Error('the stack did not start');
+    return { stack, kafka };
+  };
+
+  before(async function () {
+    this.timeout(STACK_START_BUDGET_MS);
+    stack = await createStack();
+    await stack.start();
+    kafka = new Kafka({ clientId: 'stack-test', brokers: [...stack.brokers], logLevel: logLevel.NOTHING });
+  });
+
+  after(async function () {
+    this.timeout(120_000);
+    await stack?.stop();
+  });
+
+  const enrollmentIn = async (baseUrl: string, tenant: Tenant, enrollmentId: string) => {
+    const items = await firstPage(baseUrl, tenant);
+    return items.find((e) => e.correlation_id === enrollmentId);
+  };
+
+  it('serves in gateway B the enrollment that gateway A accepted', async () => {
+    const { stack } = running();
+    const [gatewayA, gatewayB] = stack.gatewayUrls;
+    const tenant = await newTenant(stack.secret);
+
+    const answer = await enroll(gatewayA, tenant);
+    expect(answer.status, answer.text).to.equal(202);
+    const enrollmentId = answer.body.data.enrollment_id;
+
+    const event = await waitFor('the enrollment in the feed of gateway B', () => enrollmentIn(gatewayB, tenant, enrollmentId));
+    expect(event).to.include({ domain: 'devices', entity: 'enrollment', action: 'queued', device_id: tenant.deviceId });
+    expect(event.payload).to.deep.include({ enrollment_id: enrollmentId, display_name: 'Pump 7' });
+  });
+
+  it('answers an Idempotency-Key retry on gateway B as gateway A answered, and the feed shows the enrollment once', async () => {
+    const { stack, kafka } = running();
+    const [gatewayA, gatewayB] = stack.gatewayUrls;
+    const tenant = await newTenant(stack.secret);
+    const key = uuid();
+
+    const first = await enroll(gatewayA, tenant, key);
+    expect(first.status, first.text).to.equal(202);
+    const retry = await enroll(gatewayB, tenant, key);
+    expect(retry.status, retry.text).to.equal(202);
+    expect(retry.body.data.enrollment_id).to.equal(first.body.data.enrollment_id);
+    expect(retry.body.data.queued_at).to.equal(first.body.data.queued_at);
+    expect(retry.body).to.deep.equal(first.body);
+
+    // The retry publishes the command again; both copies must be stored before the count means anything.
+    const enrollmentId = first.body.data.enrollment_id;
+    const copies = (await messagesOn(kafka, stack.topics.enrollments)).filter(
+      (value) => (JSON.parse(value) as EnrollmentCommand).command_id === enrollmentId,
+    );
+    expect(copies, 'copies of the command on its topic').to.have.length(2);
+    await waitFor('the consumer past both copies', () => committedToEnd(kafka, stack.consumerGroup, stack.topics.enrollments), 30_000, 250);
+
+    const feed = await wholeFeed(stack, tenant);
+    expect(feed.map((e) => e.correlation_id)).to.deep.equal([enrollmentId]);
+  });
+
+  it('holds every produced event exactly once after the consumer is SIGKILLed and restarted mid-stream', async function () {
+    this.timeout(180_000);
+    const { stack, kafka } = running();
+    const tenant = await newTenant(stack.secret);
+    const producer = kafka.producer();
+    await producer.connect();
+    const events = produceContinuously(producer, stack.topics.events, tenant);
+    const producedAtLeast = (count: number) => async () => {
+      events.check();
+      return events.produced.length >= count ? true : undefined;
+    };
+    try {
+      await waitFor('the consumer storing the stream', async () => {
+        events.check();
+        return (await firstPage(stack.gatewayUrls[0], tenant)).length >= 100 ? true : undefined;
+      }, 30_000);
+      await stack.killConsumer();
+      await waitFor('events produced while the consumer is down', producedAtLeast(events.produced.length + 200));
+      await stack.restartConsumer();
+      await waitFor('events produced after the restart', producedAtLeast(events.produced.length + 200));
+    } finally {
+      await events.stop().finally(() => producer.disconnect());
+    }
+    await waitFor('the consumer past every event', () => committedToEnd(kafka, stack.consumerGroup, stack.topics.events), 60_000, 250);
+
+    const ids = (await wholeFeed(stack, tenant)).map((e) => e.id);
+    const produced = new Set(events.produced);
+    expect(produced.size, 'distinct ids produced').to.equal(events.produced.length);
+    expect(ids.length - new Set(ids).size, 'ids that appear more than once across the pages').to.equal(0);
+    const inFeed = new Set(ids);
+    const missing = [...produced].filter((id) => !inFeed.has(id));
+    const foreign = ids.filter((id) => !produced.has(id));
+    expect(missing, 'produced but not in the feed').to.deep.equal([]);
+    expect(foreign, 'in the feed but never produced').to.deep.equal([]);
+  });
+});
