@@ -1,4 +1,4 @@
-import { createClient, type ClickHouseClient } from '@clickhouse/client';
+import { ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickhouse/client';
 import type { ClickHouseConfig } from '../config.js';
 import type { SqlParams, SqlTransport } from './sql-transport.js';
 import { toStoreError } from './store-errors.js';
@@ -9,12 +9,15 @@ const ASYNC_INSERT_BELOW_ROWS = 1000;
 
 /** A ClickHouse server over HTTP. Creates the configured database when it is missing. */
 export async function createClickHouseServerTransport(config: ClickHouseConfig): Promise<SqlTransport> {
-  const auth = {
+  const common = {
     ...(config.username === undefined ? {} : { username: config.username }),
     ...(config.password === undefined ? {} : { password: config.password }),
+    // The client's own logger prints failed queries with their SQL and bound values to the
+    // console; failures reach our logger as store errors instead, without them.
+    log: { level: ClickHouseLogLevel.OFF },
   };
   if (config.database !== 'default') {
-    const bootstrap = createClient({ url: config.url, ...auth, request_timeout: config.requestTimeoutMs });
+    const bootstrap = createClient({ url: config.url, ...common, request_timeout: config.requestTimeoutMs });
     try {
       // The name is checked against a plain-identifier pattern in config.ts; DDL cannot bind it.
       await bootstrap.command({ query: `CREATE DATABASE IF NOT EXISTS \`${config.database}\`` });
@@ -27,7 +30,7 @@ export async function createClickHouseServerTransport(config: ClickHouseConfig):
   const client: ClickHouseClient = createClient({
     url: config.url,
     database: config.database,
-    ...auth,
+    ...common,
     request_timeout: config.requestTimeoutMs,
   });
 

@@ -5,7 +5,8 @@ import { canonicalEvent, uuid } from '../../support/factories.js';
 import { probeTransactions, type ProbeReport } from '../../support/kafka-probe.js';
 import type { Tenant, TestGateway } from '../../support/test-gateway.js';
 import { waitFor } from '../../support/wait-for.js';
-import { describeOnEachStore, readTopicsToEnd } from './kafka-suite.js';
+import { describeOnEachStore } from './kafka-suite.js';
+import { readToEnd } from '../../support/kafka-topics.js';
 
 // A few kills in npm test; `npm run test:broker-crash` runs the full schedule.
 const KILLS = Number(process.env['BROKER_CRASH_KILLS'] ?? '3');
@@ -110,7 +111,7 @@ describeOnEachStore(`broker SIGKILLed under concurrent commands (${KILLS} kills)
     }
 
     expect(history.unexpected, 'answers other than 2xx and 503').to.deep.equal([]);
-    const onTopics = await readTopicsToEnd([topics.enrollments, topics.edgePolicies]);
+    const onTopics = await readToEnd(kafka, [topics.enrollments, topics.edgePolicies]);
     const commandCounts = new Map<string, number>();
     for (const message of onTopics) {
       const command = JSON.parse(message.value!) as { command_id: string; org_id: string };

@@ -2,21 +2,11 @@ import { expect } from 'chai';
 import { eventSeries } from '../../support/factories.js';
 import { waitFor } from '../../support/wait-for.js';
 import { feedSettlesAt } from './feed-helpers.js';
+import { committedToEnd } from '../../support/kafka-topics.js';
 import { describeOnEachStore, type KafkaSuite } from './kafka-suite.js';
 
 /** True once the ingest group has committed every partition of the events topic up to its end. */
-async function groupCaughtUp({ kafka, topics, consumerGroup }: KafkaSuite): Promise<boolean | undefined> {
-  const admin = kafka.admin();
-  await admin.connect();
-  try {
-    const ends = await admin.fetchTopicOffsets(topics.events);
-    const [committed] = await admin.fetchOffsets({ groupId: consumerGroup, topics: [topics.events] });
-    const byPartition = new Map(committed!.partitions.map((p) => [p.partition, p.offset]));
-    return ends.every((end) => byPartition.get(end.partition) === end.high) ? true : undefined;
-  } finally {
-    await admin.disconnect();
-  }
-}
+const groupCaughtUp = ({ kafka, topics, consumerGroup }: KafkaSuite) => committedToEnd(kafka, consumerGroup, topics.events);
 
 describeOnEachStore('ingest consumer restarts', function (suite) {
   this.timeout(120_000);

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { Kafka, logLevel, type Consumer, type KafkaMessage } from 'kafkajs';
+import { Kafka, logLevel, type Consumer } from 'kafkajs';
 import { pickInfra, startInfra, type TestInfra } from '../../support/infra.js';
+import { received, type ReceivedMessage } from '../../support/kafka-topics.js';
 import { storeEnvironment, storesUnderTest, type StoreKind } from '../../support/stores.js';
 import { startTestGateway, type TestGateway } from '../../support/test-gateway.js';
 import { waitFor } from '../../support/wait-for.js';
@@ -50,21 +51,6 @@ export function describeOnEachStore(title: string, body: (this: Mocha.Suite, sui
   }
 }
 
-export interface ReceivedMessage {
-  readonly topic: string;
-  readonly partition: number;
-  readonly key: string | null;
-  readonly value: string | null;
-  readonly headers: Record<string, string>;
-  readonly offset: string;
-}
-
-function received(topic: string, partition: number, m: KafkaMessage): ReceivedMessage {
-  const headers: Record<string, string> = {};
-  for (const [name, value] of Object.entries(m.headers ?? {})) headers[name] = String(Array.isArray(value) ? value[0] : value);
-  return { topic, partition, key: m.key?.toString() ?? null, value: m.value?.toString() ?? null, headers, offset: m.offset };
-}
-
 export interface TopicReader {
   readonly messages: ReceivedMessage[];
   waitFor(what: string, predicate: (m: ReceivedMessage) => boolean, count?: number, timeoutMs?: number): Promise<ReceivedMessage[]>;
@@ -105,31 +91,6 @@ export async function topicReader(topics: string[]): Promise<TopicReader> {
       await consumer.disconnect();
     },
   };
-}
-
-/** Every message now on the topics: read until each partition's end as it was when the call began. */
-export async function readTopicsToEnd(topics: string[], timeoutMs = 60_000): Promise<ReceivedMessage[]> {
-  const admin = sharedKafka().kafka.admin();
-  await admin.connect();
-  const ends = new Map<string, bigint>();
-  try {
-    for (const topic of topics) {
-      for (const { partition, high } of await admin.fetchTopicOffsets(topic)) ends.set(`${topic}/${partition}`, BigInt(high));
-    }
-  } finally {
-    await admin.disconnect();
-  }
-  const reader = await topicReader(topics);
-  try {
-    await waitFor('the topics read to their end', async () => {
-      const next = new Map<string, bigint>();
-      for (const m of reader.messages) next.set(`${m.topic}/${m.partition}`, BigInt(m.offset) + 1n);
-      return [...ends].every(([tp, end]) => end === 0n || (next.get(tp) ?? 0n) >= end) ? true : undefined;
-    }, timeoutMs, 100);
-    return [...reader.messages];
-  } finally {
-    await reader.stop();
-  }
 }
 
 async function startSuite(store: StoreKind, infra: TestInfra): Promise<KafkaSuite> {

@@ -4,16 +4,8 @@ import type { EnrollmentCommand } from '../../../src/generated/schema-types.js';
 import { uuid } from '../../support/factories.js';
 import { createStack, type Stack } from '../../support/stack.js';
 import { waitFor } from '../../support/wait-for.js';
-import {
-  committedToEnd,
-  enroll,
-  firstPage,
-  messagesOn,
-  newTenant,
-  produceContinuously,
-  wholeFeed,
-  type Tenant,
-} from './stack-helpers.js';
+import { committedToEnd, produceContinuously, readToEnd } from '../../support/kafka-topics.js';
+import { enroll, firstPage, newTenant, wholeFeed, type Tenant } from './stack-helpers.js';
 
 // The stack scripts bound their own waits (broker 90 s, ClickHouse 60 s, processes 90 s);
 // the hook outlasts them so that stop() never races a start still under way.
@@ -75,8 +67,8 @@ describe('the production shape: two gateways, a consumer, a broker and ClickHous
 
     // The retry publishes the command again; both copies must be stored before the count means anything.
     const enrollmentId = first.body.data.enrollment_id;
-    const copies = (await messagesOn(kafka, stack.topics.enrollments)).filter(
-      (value) => (JSON.parse(value) as EnrollmentCommand).command_id === enrollmentId,
+    const copies = (await readToEnd(kafka, [stack.topics.enrollments])).filter(
+      (m) => (JSON.parse(m.value!) as EnrollmentCommand).command_id === enrollmentId,
     );
     expect(copies, 'copies of the command on its topic').to.have.length(2);
     await waitFor('the consumer past both copies', () => committedToEnd(kafka, stack.consumerGroup, stack.topics.enrollments), 30_000, 250);
@@ -91,7 +83,7 @@ describe('the production shape: two gateways, a consumer, a broker and ClickHous
     const tenant = await newTenant(stack.secret);
     const producer = kafka.producer();
     await producer.connect();
-    const events = produceContinuously(producer, stack.topics.events, tenant);
+    const events = produceContinuously(producer, stack.topics.events, { org_id: tenant.orgId, project_id: tenant.projectId });
     const producedAtLeast = (count: number) => async () => {
       events.check();
       return events.produced.length >= count ? true : undefined;
