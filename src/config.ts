@@ -28,6 +28,8 @@ export interface ClickHouseConfig {
   readonly database: string;
   /** Longest wait for one answer from the server; past it the request fails as unavailable (503). */
   readonly requestTimeoutMs: number;
+  /** Tables on a cluster of shards behind Distributed tables (CLICKHOUSE_CLUSTER); undefined is one node. */
+  readonly cluster: { readonly name: string; readonly replicated: boolean } | undefined;
 }
 
 export interface TopicsConfig {
@@ -142,7 +144,21 @@ function parseClickHouse(env: Env): ClickHouseConfig | undefined {
   url.password = '';
   url.pathname = '/';
   const requestTimeoutMs = integer(env, 'CLICKHOUSE_REQUEST_TIMEOUT_MS', 10_000, 100, 600_000);
-  return { url: url.toString().replace(/\/$/, ''), username, password, database, requestTimeoutMs };
+  return { url: url.toString().replace(/\/$/, ''), username, password, database, requestTimeoutMs, cluster: parseCluster(env) };
+}
+
+function parseCluster(env: Env): ClickHouseConfig['cluster'] {
+  const name = optional(env, 'CLICKHOUSE_CLUSTER');
+  const replicated = optional(env, 'CLICKHOUSE_CLUSTER_REPLICATED');
+  if (name === undefined) {
+    if (replicated !== undefined) throw new ConfigError('CLICKHOUSE_CLUSTER_REPLICATED', 'applies only with CLICKHOUSE_CLUSTER');
+    return undefined;
+  }
+  if (!/^[a-zA-Z_][a-zA-Z0-9_]*$/.test(name)) throw new ConfigError('CLICKHOUSE_CLUSTER', `"${name}" is not a plain cluster name`);
+  if (replicated !== undefined && replicated !== 'true' && replicated !== 'false') {
+    throw new ConfigError('CLICKHOUSE_CLUSTER_REPLICATED', `must be true or false, got "${replicated}"`);
+  }
+  return { name, replicated: replicated !== 'false' };
 }
 
 function parseAuth(env: Env, embedded: boolean): AuthConfig {

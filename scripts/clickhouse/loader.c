@@ -17,9 +17,12 @@
 #include <string.h>
 #include <unistd.h>
 
-/* count() prints a number when stdin ends; a failed statement prints nothing. */
+/* count() prints a number when stdin ends; a failed statement prints nothing.
+ * With a --tcp_port the native listener opens too (Distributed tables use it). */
 static const char QUERY_OPTION[] =
     "--query=SYSTEM START LISTEN HTTP; SELECT count() FROM file('/dev/stdin', LineAsString)";
+static const char QUERY_OPTION_TCP[] =
+    "--query=SYSTEM START LISTEN HTTP; SYSTEM START LISTEN TCP; SELECT count() FROM file('/dev/stdin', LineAsString)";
 
 typedef void *(*query_cmdline_fn)(int, char **);
 typedef const char *(*result_error_fn)(void *);
@@ -86,9 +89,13 @@ int main(int argc, char **argv)
         return 1;
     }
     engine_argv[0] = "clickhouse";
-    for (int i = 2; i < argc; i++)
+    int tcp = 0;
+    for (int i = 2; i < argc; i++) {
         engine_argv[i - 1] = argv[i];
-    engine_argv[argc - 1] = (char *)QUERY_OPTION;
+        if (strncmp(argv[i], "--tcp_port=", 11) == 0)
+            tcp = 1;
+    }
+    engine_argv[argc - 1] = (char *)(tcp ? QUERY_OPTION_TCP : QUERY_OPTION);
 
     printf("clickhouse: serving (pid %d)\n", (int)getpid());
     fflush(stdout);

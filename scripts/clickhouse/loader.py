@@ -21,7 +21,9 @@ import sys
 import threading
 
 # count() prints a number when stdin ends; a failed statement prints nothing.
+# With a --tcp_port the native listener opens too (Distributed tables use it).
 QUERY = "SYSTEM START LISTEN HTTP; SELECT count() FROM file('/dev/stdin', LineAsString)"
+QUERY_TCP = "SYSTEM START LISTEN HTTP; SYSTEM START LISTEN TCP; SELECT count() FROM file('/dev/stdin', LineAsString)"
 
 
 def main() -> int:
@@ -76,7 +78,8 @@ def main() -> int:
     result_length.restype = ctypes.c_size_t
     result_length.argtypes = [ctypes.c_void_p]
 
-    args = [b"clickhouse"] + [os.fsencode(a) for a in sys.argv[2:]] + [b"--query=" + QUERY.encode()]
+    query = QUERY_TCP if any(a.startswith("--tcp_port=") for a in sys.argv[2:]) else QUERY
+    args = [b"clickhouse"] + [os.fsencode(a) for a in sys.argv[2:]] + [b"--query=" + query.encode()]
     argv = (ctypes.c_char_p * (len(args) + 1))(*args, None)
     print(f"clickhouse: serving (pid {os.getpid()})", flush=True)
     result = query_cmdline(len(args), argv)

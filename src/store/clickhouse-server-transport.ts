@@ -7,6 +7,16 @@ import { toStoreError } from './store-errors.js';
 // creating a part of its own; the caller still waits until the rows are written.
 const ASYNC_INSERT_BELOW_ROWS = 1000;
 
+/**
+ * On a cluster the tables are Distributed. An insert returns only once its shard has
+ * the rows (a background forward would let an Idempotency-Key retry miss the record it
+ * just wrote), and a read whose WHERE fixes the sharding key asks only that shard.
+ */
+const CLUSTER_SETTINGS = {
+  insert: { distributed_foreground_insert: 1 },
+  read: { optimize_skip_unused_shards: 1 },
+} as const;
+
 /** A ClickHouse server over HTTP. Creates the configured database when it is missing. */
 export async function createClickHouseServerTransport(config: ClickHouseConfig): Promise<SqlTransport> {
   const common = {
@@ -20,7 +30,8 @@ export async function createClickHouseServerTransport(config: ClickHouseConfig):
     const bootstrap = createClient({ url: config.url, ...common, request_timeout: config.requestTimeoutMs });
     try {
       // The name is checked against a plain-identifier pattern in config.ts; DDL cannot bind it.
-      await bootstrap.command({ query: `CREATE DATABASE IF NOT EXISTS \`${config.database}\`` });
+      const onCluster = config.cluster?.replicated === true ? ` ON CLUSTER ${config.cluster.name}` : '';
+      await bootstrap.command({ query: `CREATE DATABASE IF NOT EXISTS \`${config.database}\`${onCluster}` });
     } catch (error) {
       throw toStoreError(error, 'create database');
     } finally {
@@ -33,6 +44,9 @@ export async function createClickHouseServerTransport(config: ClickHouseConfig):
     ...common,
     request_timeout: config.requestTimeoutMs,
   });
+
+  const clustered = config.cluster !== undefined;
+  const readSettings = clustered ? CLUSTER_SETTINGS.read : {};
 
   return {
     kind: 'clickhouse-server',
@@ -48,6 +62,7 @@ export async function createClickHouseServerTransport(config: ClickHouseConfig):
         const result = await client.query({
           query: sql,
           format: 'JSONEachRow',
+          clickhouse_settings: readSettings,
           ...(params === undefined ? {} : { query_params: params }),
         });
         return await result.json<Row>();
@@ -62,9 +77,10 @@ export async function createClickHouseServerTransport(config: ClickHouseConfig):
           table,
           values: rows as object[],
           format: 'JSONEachRow',
-          ...(rows.length < ASYNC_INSERT_BELOW_ROWS
-            ? { clickhouse_settings: { async_insert: 1, wait_for_async_insert: 1 } }
-            : {}),
+          clickhouse_settings: {
+            ...(rows.length < ASYNC_INSERT_BELOW_ROWS ? { async_insert: 1, wait_for_async_insert: 1 } : {}),
+            ...(clustered ? CLUSTER_SETTINGS.insert : {}),
+          },
         });
       } catch (error) {
         throw toStoreError(error, 'insert');

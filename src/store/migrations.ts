@@ -1,15 +1,41 @@
 import type { SqlTransport } from './sql-transport.js';
 
+/** How the tables are laid out: one node, or a cluster of shards behind Distributed tables. */
+export type StoreLayout =
+  | { readonly kind: 'single' }
+  | {
+      readonly kind: 'cluster';
+      /** The cluster's name in the servers' remote_servers. */
+      readonly cluster: string;
+      /**
+       * With Keeper: replicated local tables, created on every node at once (ON CLUSTER).
+       * Without: plain local tables, created on the node the gateway reaches; the same
+       * statements must run on every other shard.
+       */
+      readonly replicated: boolean;
+    };
+
+interface TableSpec {
+  readonly name: string;
+  readonly columns: string;
+  /** A MergeTree-family engine and its arguments; the replicated form is derived. */
+  readonly engine: { readonly family: 'ReplacingMergeTree' | 'MergeTree'; readonly args: string };
+  readonly clauses: string;
+  /** Distributed tables route rows by this: every read the gateway makes names all its columns, so it reads one shard. */
+  readonly shardingKey: string;
+}
+
 /**
- * Idempotent DDL, run at every start. The events table is shaped for the feed query:
- * the sort key (org_id, project_id, occurred_at, id) makes a keyset page a short
- * reverse read of one project's range. ReplacingMergeTree folds redelivered copies of
- * an event (same sort key) in background merges; until then the feed query collapses
- * them with LIMIT 1 BY id (docs/decisions/feed-storage.md).
+ * The events table is shaped for the feed query: the sort key (org_id, project_id,
+ * occurred_at, id) makes a keyset page a short reverse read of one project's range.
+ * ReplacingMergeTree folds redelivered copies of an event (same sort key) in background
+ * merges; until then the feed query collapses them with LIMIT 1 BY id
+ * (docs/decisions/feed-storage.md). A project's events live on one shard.
  */
-export const MIGRATIONS: readonly string[] = [
-  `CREATE TABLE IF NOT EXISTS events (
-    org_id UUID,
+const TABLES: readonly TableSpec[] = [
+  {
+    name: 'events',
+    columns: `org_id UUID,
     project_id UUID,
     occurred_at DateTime64(6, 'UTC'),
     id UUID,
@@ -25,35 +51,61 @@ export const MIGRATIONS: readonly string[] = [
     trace_id Nullable(String),
     ingested_at DateTime64(3, 'UTC') DEFAULT now64(3),
     INDEX device_idx device_id TYPE bloom_filter GRANULARITY 4,
-    INDEX fleet_idx fleet_id TYPE bloom_filter GRANULARITY 4
-  ) ENGINE = ReplacingMergeTree(ingested_at)
-  PARTITION BY toYYYYMM(occurred_at)
+    INDEX fleet_idx fleet_id TYPE bloom_filter GRANULARITY 4`,
+    engine: { family: 'ReplacingMergeTree', args: 'ingested_at' },
+    clauses: `PARTITION BY toYYYYMM(occurred_at)
   ORDER BY (org_id, project_id, occurred_at, id)`,
-
+    shardingKey: 'cityHash64(org_id, project_id)',
+  },
   // Idempotency-Key records: the first record for a key wins; entries expire after a day.
-  `CREATE TABLE IF NOT EXISTS idempotency_keys (
-    org_id UUID,
+  {
+    name: 'idempotency_keys',
+    columns: `org_id UUID,
     scope String,
     key String,
     fingerprint String,
     record String,
-    created_at DateTime64(3, 'UTC') DEFAULT now64(3)
-  ) ENGINE = MergeTree
-  ORDER BY (org_id, scope, key, created_at)
+    created_at DateTime64(3, 'UTC') DEFAULT now64(3)`,
+    engine: { family: 'MergeTree', args: '' },
+    clauses: `ORDER BY (org_id, scope, key, created_at)
   TTL toDateTime(created_at) + INTERVAL 1 DAY`,
-
+    shardingKey: 'cityHash64(org_id, scope, key)',
+  },
   // The embedded bus keeps every accepted command here: with no Kafka, this table is the command topics.
-  `CREATE TABLE IF NOT EXISTS command_log (
-    topic LowCardinality(String),
+  {
+    name: 'command_log',
+    columns: `topic LowCardinality(String),
     key String,
     command_id UUID,
     value String,
     headers String,
-    logged_at DateTime64(3, 'UTC') DEFAULT now64(3)
-  ) ENGINE = MergeTree
-  ORDER BY (topic, logged_at, command_id)`,
+    logged_at DateTime64(3, 'UTC') DEFAULT now64(3)`,
+    engine: { family: 'MergeTree', args: '' },
+    clauses: 'ORDER BY (topic, logged_at, command_id)',
+    shardingKey: 'cityHash64(command_id)',
+  },
 ];
 
-export async function migrate(transport: SqlTransport): Promise<void> {
-  for (const statement of MIGRATIONS) await transport.command(statement);
+function engineOf(table: TableSpec, replicated: boolean): string {
+  const { family, args } = table.engine;
+  if (!replicated) return `${family}(${args})`;
+  // Keeper path per shard and table; {shard} and {replica} are each server's macros.
+  const keeper = `'/clickhouse/tables/{shard}/{database}/{table}', '{replica}'`;
+  return `Replicated${family}(${args === '' ? keeper : `${keeper}, ${args}`})`;
+}
+
+/** Idempotent DDL for the layout, run at every start. */
+export function migrationStatements(layout: StoreLayout): string[] {
+  if (layout.kind === 'single') {
+    return TABLES.map((t) => `CREATE TABLE IF NOT EXISTS ${t.name} (\n    ${t.columns}\n  ) ENGINE = ${engineOf(t, false)}\n  ${t.clauses}`);
+  }
+  const onCluster = layout.replicated ? ` ON CLUSTER ${layout.cluster}` : '';
+  return TABLES.flatMap((t) => [
+    `CREATE TABLE IF NOT EXISTS ${t.name}_local${onCluster} (\n    ${t.columns}\n  ) ENGINE = ${engineOf(t, layout.replicated)}\n  ${t.clauses}`,
+    `CREATE TABLE IF NOT EXISTS ${t.name}${onCluster} AS ${t.name}_local\n  ENGINE = Distributed(${layout.cluster}, currentDatabase(), ${t.name}_local, ${t.shardingKey})`,
+  ]);
+}
+
+export async function migrate(transport: SqlTransport, layout: StoreLayout = { kind: 'single' }): Promise<void> {
+  for (const statement of migrationStatements(layout)) await transport.command(statement);
 }

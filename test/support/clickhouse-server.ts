@@ -8,6 +8,8 @@ export interface ClickHouseServerOptions {
   port?: number;
   /** Where the tables live; kept after stop(). Unset: a directory of this run, deleted by stop(). */
   dataDir?: string;
+  /** A one-shard cluster of this name on the server (its native port picked free), for Distributed tables. */
+  cluster?: string;
 }
 
 /** A real ClickHouse HTTP server (scripts/clickhouse-start.sh) that a test may crash and bring back. */
@@ -45,6 +47,7 @@ export async function startClickHouseServer(options: ClickHouseServerOptions = {
     CLICKHOUSE_STATE_DIR: stateDir,
     CLICKHOUSE_DATA_DIR: dataDir,
     CLICKHOUSE_PORT: String(port),
+    ...(options.cluster === undefined ? {} : { CLICKHOUSE_CLUSTER: options.cluster, CLICKHOUSE_TCP_PORT: String(await freePort()) }),
     // The data dir's fate is decided here, not by a variable left in the caller's environment.
     CLICKHOUSE_WIPE: '0',
   };

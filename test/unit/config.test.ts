@@ -36,7 +36,7 @@ describe('loadConfig', () => {
     });
     expect(config.kafka?.brokers).to.deep.equal(['a:9092', 'b:9093']);
     expect(config.topics.events).to.deep.equal(['platform.events', 'legacy.events']);
-    expect(config.clickhouse).to.deep.equal({ url: 'http://ch:8123', username: 'u@x', password: 'p:w', database: 'telemetry', requestTimeoutMs: 10_000 });
+    expect(config.clickhouse).to.deep.equal({ url: 'http://ch:8123', username: 'u@x', password: 'p:w', database: 'telemetry', requestTimeoutMs: 10_000, cluster: undefined });
   });
 
   it('lets CLICKHOUSE_USER, _PASSWORD and _DATABASE beside the URL win', () => {
@@ -72,6 +72,9 @@ describe('loadConfig', () => {
     [{ CURSOR_SECRET: 'short' }, 'CURSOR_SECRET'],
     [{ COMMAND_TIMEOUT_MS: '5' }, 'COMMAND_TIMEOUT_MS'],
     [{ CLICKHOUSE_URL: 'http://ch', AUTH_JWT_SECRET: SECRET, CLICKHOUSE_REQUEST_TIMEOUT_MS: '10s' }, 'CLICKHOUSE_REQUEST_TIMEOUT_MS'],
+    [{ CLICKHOUSE_URL: 'http://ch', AUTH_JWT_SECRET: SECRET, CLICKHOUSE_CLUSTER: 'a b' }, 'CLICKHOUSE_CLUSTER'],
+    [{ CLICKHOUSE_URL: 'http://ch', AUTH_JWT_SECRET: SECRET, CLICKHOUSE_CLUSTER: 'c', CLICKHOUSE_CLUSTER_REPLICATED: 'no' }, 'CLICKHOUSE_CLUSTER_REPLICATED'],
+    [{ CLICKHOUSE_URL: 'http://ch', AUTH_JWT_SECRET: SECRET, CLICKHOUSE_CLUSTER_REPLICATED: 'false' }, 'CLICKHOUSE_CLUSTER_REPLICATED'],
   ] as const) {
     it(`stops with one message naming ${variable} for ${JSON.stringify(env)}`, () => {
       const error = configError(env);
@@ -79,6 +82,12 @@ describe('loadConfig', () => {
       expect(error.message).to.match(new RegExp(`^${variable}: `));
     });
   }
+
+  it('reads a ClickHouse cluster, replicated unless told otherwise', () => {
+    const base = { CLICKHOUSE_URL: 'http://ch:8123', AUTH_JWT_SECRET: SECRET, CLICKHOUSE_CLUSTER: 'telemetry' };
+    expect(loadConfig(base).clickhouse?.cluster).to.deep.equal({ name: 'telemetry', replicated: true });
+    expect(loadConfig({ ...base, CLICKHOUSE_CLUSTER_REPLICATED: 'false' }).clickhouse?.cluster).to.deep.equal({ name: 'telemetry', replicated: false });
+  });
 
   it('allows split roles only with Kafka and a ClickHouse server', () => {
     const config = loadConfig({ ROLE: 'consumer', KAFKA_BROKERS: 'k:9092', CLICKHOUSE_URL: 'http://ch:8123', AUTH_JWT_SECRET: SECRET });

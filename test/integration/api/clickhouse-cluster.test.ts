@@ -1,0 +1,97 @@
+import { expect } from 'chai';
+import type { CanonicalEventPageResponse, EnrollmentAccepted } from '../../../src/generated/schema-types.js';
+import { feedSql } from '../../../src/store/clickhouse-event-store.js';
+import { openStore } from '../../../src/runtime/store-runtime.js';
+import type { SqlTransport } from '../../../src/store/sql-transport.js';
+import { startClickHouseServer, type ClickHouseServerHandle } from '../../support/clickhouse-server.js';
+import { eventSeries, uuid } from '../../support/factories.js';
+import { pickInfra } from '../../support/infra.js';
+import { storeEnvironment, storesUnderTest } from '../../support/stores.js';
+import { startTestGateway, type TestGateway } from '../../support/test-gateway.js';
+
+/**
+ * CLICKHOUSE_CLUSTER on a one-shard cluster the local server defines: the gateway's
+ * own migrations, reads and writes through Distributed tables. Replicated tables and ON
+ * CLUSTER need Keeper, which the local server has not, so the cluster is unreplicated
+ * (CLICKHOUSE_CLUSTER_REPLICATED=false); test/unit/store/migrations.test.ts checks the
+ * replicated statements.
+ */
+describe('the gateway on a ClickHouse cluster, through Distributed tables [clickhouse-server]', function () {
+  this.timeout(120_000);
+  let server: ClickHouseServerHandle | undefined;
+  let gw: TestGateway | undefined;
+  let sql: SqlTransport | undefined;
+
+  before(async function () {
+    if (!storesUnderTest().includes('clickhouse-server')) {
+      console.log('      TEST_STORES leaves out the ClickHouse server: skipped by choice');
+      this.skip();
+    }
+    if ((await pickInfra()) !== 'local') {
+      console.log('      the cluster test needs the local server launcher (TEST_INFRA=local): skipped by choice');
+      this.skip();
+    }
+    server = await startClickHouseServer({ cluster: 'gateway_cluster' });
+    gw = await startTestGateway({
+      ...storeEnvironment('clickhouse-server', server.url),
+      CLICKHOUSE_CLUSTER: 'gateway_cluster',
+      CLICKHOUSE_CLUSTER_REPLICATED: 'false',
+    });
+    sql = await openStore(gw.config);
+  });
+
+  after(async () => {
+    await sql?.close();
+    await gw?.close();
+    await server?.stop();
+  });
+
+  it('creates each table as a local table under a Distributed one sharded by its lookup key', async () => {
+    const tables = await sql!.query<{ name: string; engine: string; engine_full: string }>(
+      'SELECT name, engine, engine_full FROM system.tables WHERE database = currentDatabase() ORDER BY name',
+    );
+    expect(tables.map((t) => `${t.name} ${t.engine}`)).to.deep.equal([
+      'command_log Distributed',
+      'command_log_local MergeTree',
+      'events Distributed',
+      'events_local ReplacingMergeTree',
+      'idempotency_keys Distributed',
+      'idempotency_keys_local MergeTree',
+    ]);
+    expect(tables.find((t) => t.name === 'events')!.engine_full).to.match(/^Distributed\('gateway_cluster', '\w+', 'events_local', cityHash64\(org_id, project_id\)\)/);
+  });
+
+  it('enrolls, answers an Idempotency-Key retry as before, and pages the feed, all through the Distributed tables', async () => {
+    const tenant = gw!.tenant();
+    const headers = await tenant.headers();
+    const path = `/projects/${tenant.projectId}/fleets/${uuid()}/devices/${uuid()}/enroll`;
+    const first = await gw!.call<{ data: EnrollmentAccepted }>('POST', path, { headers: { ...headers, 'idempotency-key': 'k-1' }, body: {} });
+    const retry = await gw!.call<{ data: EnrollmentAccepted }>('POST', path, { headers: { ...headers, 'idempotency-key': 'k-1' }, body: {} });
+    expect(first.status).to.equal(202);
+    expect(retry.body).to.deep.equal(first.body);
+
+    await gw!.seed(eventSeries(450, { org_id: tenant.orgId, project_id: tenant.projectId }));
+    const seen: string[] = [];
+    let cursor: string | null = null;
+    do {
+      const query: string = `?limit=200${cursor === null ? '' : `&cursor=${encodeURIComponent(cursor)}`}`;
+      const page = await gw!.call<CanonicalEventPageResponse>('GET', `/projects/${tenant.projectId}/events${query}`, { headers });
+      seen.push(...page.body.data.items.map((e) => e.id));
+      cursor = page.body.meta.next_cursor;
+    } while (cursor !== null);
+    expect(seen).to.have.length(451);
+    expect(new Set(seen).size).to.equal(451);
+    // The retry wrote its copy too; both carry the same event id, which the feed shows once.
+    const [row] = await sql!.query<{ ids: string }>('SELECT uniqExact(id) AS ids FROM events_local WHERE correlation_id = {id:UUID}', { id: first.body.data.enrollment_id });
+    expect(Number(row!.ids), 'one enrollment event in the shard').to.equal(1);
+  });
+
+  it("reads a feed page through the shard's primary key, in reverse order", async () => {
+    const tenant = gw!.tenant();
+    const { sql: query, params } = feedSql({ orgId: tenant.orgId, projectId: tenant.projectId, filters: {}, after: undefined, limit: 51 });
+    const plan = (await sql!.query<{ explain: string }>(`EXPLAIN indexes = 1 ${query}`, params)).map((r) => r.explain).join('\n');
+    expect(plan).to.match(/ReadFromMergeTree \(\w+\.events_local\)/);
+    expect(plan).to.match(/Read type: InReverseOrder/);
+    expect(plan.slice(plan.indexOf('PrimaryKey'))).to.match(/project_id in \[/);
+  });
+});

@@ -1,0 +1,35 @@
+import { expect } from 'chai';
+import { migrationStatements } from '../../../src/store/migrations.js';
+
+const TABLES = ['events', 'idempotency_keys', 'command_log'];
+
+describe('migrations', () => {
+  it('creates the three tables on one node with MergeTree engines', () => {
+    const statements = migrationStatements({ kind: 'single' });
+    expect(statements.map((s) => /^CREATE TABLE IF NOT EXISTS (\w+) \(/.exec(s)?.[1])).to.deep.equal(TABLES);
+    expect(statements[0]).to.match(/ENGINE = ReplacingMergeTree\(ingested_at\)\s+PARTITION BY toYYYYMM\(occurred_at\)\s+ORDER BY \(org_id, project_id, occurred_at, id\)$/);
+    for (const s of statements) expect(s).to.not.match(/ON CLUSTER|Replicated|Distributed/);
+  });
+
+  it('creates replicated local tables and Distributed tables over them on every node of a cluster with Keeper', () => {
+    const statements = migrationStatements({ kind: 'cluster', cluster: 'telemetry', replicated: true });
+    expect(statements).to.have.length(6);
+    const [eventsLocal, events, keysLocal, keys] = statements;
+    expect(eventsLocal).to.match(/^CREATE TABLE IF NOT EXISTS events_local ON CLUSTER telemetry \(/);
+    expect(eventsLocal).to.include("ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', ingested_at)");
+    expect(eventsLocal).to.include('ORDER BY (org_id, project_id, occurred_at, id)');
+    // One project's events on one shard: the feed's WHERE fixes org_id and project_id.
+    expect(events).to.equal(
+      'CREATE TABLE IF NOT EXISTS events ON CLUSTER telemetry AS events_local\n  ENGINE = Distributed(telemetry, currentDatabase(), events_local, cityHash64(org_id, project_id))',
+    );
+    expect(keysLocal).to.include("ENGINE = ReplicatedMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}')");
+    expect(keys).to.include('Distributed(telemetry, currentDatabase(), idempotency_keys_local, cityHash64(org_id, scope, key))');
+  });
+
+  it('creates plain local tables and Distributed tables, without ON CLUSTER, on a cluster without Keeper', () => {
+    const statements = migrationStatements({ kind: 'cluster', cluster: 'telemetry', replicated: false });
+    expect(statements.map((s) => /^CREATE TABLE IF NOT EXISTS (\w+)/.exec(s)?.[1])).to.deep.equal(TABLES.flatMap((t) => [`${t}_local`, t]));
+    for (const s of statements) expect(s).to.not.match(/ON CLUSTER|Replicated/);
+    expect(statements[0]).to.include('ENGINE = ReplacingMergeTree(ingested_at)');
+  });
+});
