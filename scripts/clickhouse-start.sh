@@ -62,28 +62,11 @@ OUT_LOG="$STATE_DIR/clickhouse.out"      # the loader's stdout and stderr (faile
 # shellcheck source=scripts/process-lib.sh
 source "$SCRIPT_DIR/process-lib.sh"
 
-# True when the pid is alive and is a loader of libchdb.so serving exactly this
-# data dir (guards against touching an unrelated process that reused the pid).
-is_our_server() {
-  local pid="$1" dir="$2" args
-  [[ "$pid" =~ ^[0-9]+$ ]] || return 1
-  alive "$pid" || return 1
-  args="$(tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null)" || return 1
-  grep -q 'libchdb' <<<"$args" && grep -qxF -- "--path=$dir/" <<<"$args"
-}
 
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
 # HTTP/1.0 over bash's /dev/tcp: no curl needed, and the server closes the
 # connection after one answer.
-ping_ok() {
-  (
-    exec 3<>"/dev/tcp/127.0.0.1/$1" || exit 1
-    printf 'GET /ping HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&3
-    IFS= read -r -t 2 status_line <&3 || exit 1
-    [[ "$status_line" == "HTTP/1."?" 200"* ]]
-  ) 2>/dev/null
-}
 
 # Read one KEY from the state file without clobbering this script's variables.
 state_get() {
@@ -99,12 +82,12 @@ if [[ -f "$STATE_FILE" ]]; then
   # Alive but silent: still starting (another start is under way), or killed a
   # moment ago and still being torn down. Wait until it is one or the other.
   for _ in $(seq 1 100); do
-    is_our_server "$old_pid" "$old_dir" || break
-    ping_ok "$old_port" && break
+    is_our_clickhouse "$old_pid" "$old_dir" || break
+    http_ok "$old_port" /ping && break
     sleep 0.1
   done
-  if is_our_server "$old_pid" "$old_dir"; then
-    ping_ok "$old_port" || die "pid $old_pid serves $old_dir but does not answer GET /ping on 127.0.0.1:$old_port; run scripts/clickhouse-stop.sh"
+  if is_our_clickhouse "$old_pid" "$old_dir"; then
+    http_ok "$old_port" /ping || die "pid $old_pid serves $old_dir but does not answer GET /ping on 127.0.0.1:$old_port; run scripts/clickhouse-stop.sh"
     log "already running (pid $old_pid, $(state_get CLICKHOUSE_URL), data $old_dir)"
     if [[ "$old_port" != "$CLICKHOUSE_PORT" ]]; then
       log "note: requested port $CLICKHOUSE_PORT; run scripts/clickhouse-stop.sh first to switch"
@@ -264,7 +247,7 @@ while :; do
     fi
     die "server exited during start-up (data kept in $DATA_DIR)"
   fi
-  if ping_ok "$CLICKHOUSE_PORT"; then
+  if http_ok "$CLICKHOUSE_PORT" /ping; then
     break
   fi
   if (( SECONDS >= deadline )); then

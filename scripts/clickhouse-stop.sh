@@ -32,14 +32,6 @@ die() { printf 'clickhouse-stop: ERROR: %s\n' "$*" >&2; exit 1; }
 # shellcheck source=scripts/process-lib.sh
 source "$SCRIPT_DIR/process-lib.sh"
 
-# Same check as in clickhouse-start.sh: alive, loading libchdb.so, on this data dir.
-is_our_server() {
-  local pid="$1" dir="$2" args
-  [[ "$pid" =~ ^[0-9]+$ ]] || return 1
-  alive "$pid" || return 1
-  args="$(tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null)" || return 1
-  grep -q 'libchdb' <<<"$args" && grep -qxF -- "--path=$dir/" <<<"$args"
-}
 
 # Live (non-zombie) members of process group $1, read from /proc.
 group_members() {
@@ -69,7 +61,7 @@ DATA_DIR="${CLICKHOUSE_DATA_DIR_FROM_STATE:-${CLICKHOUSE_DATA_DIR:-$STATE_DIR/da
 
 if [[ ! -f "$STATE_FILE" ]]; then
   log "no server state ($STATE_FILE); nothing to stop"
-elif is_our_server "$CLICKHOUSE_PID" "$DATA_DIR"; then
+elif is_our_clickhouse "$CLICKHOUSE_PID" "$DATA_DIR"; then
   # The loader leads its own process group (it calls setsid); sweep the group
   # only when that holds, so a caller's group is never signalled.
   pgid="$(ps -o pgid= -p "$CLICKHOUSE_PID" 2>/dev/null | tr -d ' ' || true)"
@@ -105,7 +97,7 @@ rm -f -- "$STATE_FILE"
 if [[ "$CLICKHOUSE_WIPE" == 1 && -d "$DATA_DIR" ]]; then
   # A server started by hand on this dir under another state dir still holds it.
   holder="$(sed -n 's/^PID: *\([0-9][0-9]*\).*/\1/p' "$DATA_DIR/status" 2>/dev/null | head -n 1 || true)"
-  if [[ -n "$holder" ]] && is_our_server "$holder" "$DATA_DIR"; then
+  if [[ -n "$holder" ]] && is_our_clickhouse "$holder" "$DATA_DIR"; then
     die "not wiping $DATA_DIR: pid $holder is serving it"
   elif [[ -f "$DATA_DIR/.core-gateway-clickhouse" ]]; then
     rm -rf -- "$DATA_DIR"

@@ -14,3 +14,34 @@ alive() {
   tasks=("/proc/$1/task"/*)
   (( ${#tasks[@]} > 1 ))
 }
+
+# True when GET PATH on 127.0.0.1:PORT answers 200 (bash only: no curl needed).
+http_ok() {
+  (
+    exec 3<>"/dev/tcp/127.0.0.1/$1" || exit 1
+    printf 'GET %s HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' "$2" >&3
+    IFS= read -r -t 5 status_line <&3 || exit 1
+    [[ "$status_line" == "HTTP/1."?" 200"* ]]
+  ) 2>/dev/null
+}
+
+# True when the pid is alive and is a loader of libchdb.so serving exactly data dir $2
+# (a pid that exited may since belong to anything).
+is_our_clickhouse() {
+  local pid="$1" dir="$2" args
+  [[ "$pid" =~ ^[0-9]+$ ]] || return 1
+  alive "$pid" || return 1
+  args="$(tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null)" || return 1
+  grep -q 'libchdb' <<<"$args" && grep -qxF -- "--path=$dir/" <<<"$args"
+}
+
+# True when the pid is alive, runs $3 (dist/src/main.js) and carries the stack marker
+# CORE_GATEWAY_STACK=$2 in its environment.
+is_stack_node() {
+  local pid="$1" marker="$2" main_js="$3" args environ
+  [[ "$pid" =~ ^[0-9]+$ ]] || return 1
+  alive "$pid" || return 1
+  args="$(tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null)" || return 1
+  environ="$(tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null)" || return 1
+  grep -qxF -- "$main_js" <<<"$args" && grep -qxF -- "CORE_GATEWAY_STACK=$marker" <<<"$environ"
+}

@@ -55,16 +55,8 @@ source "$SCRIPT_DIR/kafka-broker-lib.sh"
 # shellcheck source=scripts/process-lib.sh
 source "$SCRIPT_DIR/process-lib.sh"
 
-# True when the pid is alive, runs dist/src/main.js and was started by this stack as
-# $2 (the pid of a process that exited may since belong to anything).
-is_our_node() {
-  local pid="$1" name="$2" args environ
-  [[ "$pid" =~ ^[0-9]+$ ]] || return 1
-  alive "$pid" || return 1
-  args="$(tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null)" || return 1
-  environ="$(tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null)" || return 1
-  grep -qxF -- "$MAIN_JS" <<<"$args" && grep -qxF -- "CORE_GATEWAY_STACK=$STACK_DIR/$name" <<<"$environ"
-}
+# Every signal is sent only after this: alive, running dist/src/main.js, started by this stack as $2.
+is_our_node() { is_stack_node "$1" "$STACK_DIR/$2" "$MAIN_JS"; }
 
 node_pid() { cat "$RUN_DIR/$1.pid" 2>/dev/null || true; }
 node_up() { is_our_node "$(node_pid "$1")" "$1"; }
@@ -307,14 +299,6 @@ launch_node() {
   log "starting $name (pid $(node_pid "$name"), ROLE=${NODE_ROLE[$name]}) on 127.0.0.1:${NODE_PORT[$name]}"
 }
 
-http_ready() {
-  (
-    exec 3<>"/dev/tcp/127.0.0.1/$1" || exit 1
-    printf 'GET /readyz HTTP/1.0\r\nHost: 127.0.0.1\r\n\r\n' >&3
-    IFS= read -r -t 5 status_line <&3 || exit 1
-    [[ "$status_line" == "HTTP/1."?" 200"* ]]
-  ) 2>/dev/null
-}
 
 # The process's own one-line reason, when it printed one (a configuration error or a
 # failed start), from what it wrote during this start.
@@ -340,7 +324,7 @@ wait_until_ready() {
         reason="$(exit_reason "$name")"
         die "$name exited during start-up${reason:+ ($reason)}; read $LOG_DIR/$name.log"
       fi
-      if http_ready "${NODE_PORT[$name]}"; then
+      if http_ok "${NODE_PORT[$name]}" /readyz; then
         log "$name ready"
       else
         still+=("$name")

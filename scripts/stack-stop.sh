@@ -38,16 +38,8 @@ RUN_DIR="$STACK_DIR/run"
 # shellcheck source=scripts/process-lib.sh
 source "$SCRIPT_DIR/process-lib.sh"
 
-# Same check as in stack-start.sh: alive, running dist/src/main.js, started by this
-# stack as $2. Every signal below is sent only after it.
-is_our_node() {
-  local pid="$1" name="$2" args environ
-  [[ "$pid" =~ ^[0-9]+$ ]] || return 1
-  alive "$pid" || return 1
-  args="$(tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null)" || return 1
-  environ="$(tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null)" || return 1
-  grep -qxF -- "$MAIN_JS" <<<"$args" && grep -qxF -- "CORE_GATEWAY_STACK=$STACK_DIR/$name" <<<"$environ"
-}
+# Every signal is sent only after this: alive, running dist/src/main.js, started by this stack as $2.
+is_our_node() { is_stack_node "$1" "$STACK_DIR/$2" "$MAIN_JS"; }
 
 node_pid() { cat "$RUN_DIR/$1.pid" 2>/dev/null || true; }
 

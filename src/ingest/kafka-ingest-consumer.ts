@@ -41,9 +41,9 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
 
 /**
  * Reads the event topics and the gateway's command topics (committed data only) into the
- * store; a command is stored as the canonical event derived from it. Batches from all partitions
- * being consumed are merged into one insert of up to batchSize events or batchWaitMs,
- * because ClickHouse wants thousands of rows per insert. A partition's offsets are
+ * store; a command is stored as the canonical event derived from it. Batches from all
+ * partitions being consumed are merged into one insert of up to batchSize events or
+ * batchWaitMs, because ClickHouse wants thousands of rows per insert. A partition's offsets are
  * committed only after its events are stored and its invalid messages are on the DLQ:
  * delivery is at least once, and the store folds the copies a redelivery brings.
  * While the store is down each batch is retried with backoff and nothing is committed;
@@ -53,12 +53,17 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
   const logger = options.logger.child({ module: 'ingest-consumer' });
   const formats = new Map(options.sources.map((s) => [s.topic, s.format]));
   const topics = [...formats.keys()];
+  let stopping = false;
   const consumer: Consumer = options.kafka.consumer({
     groupId: options.groupId,
     readUncommitted: false,
     sessionTimeout: options.sessionTimeoutMs,
     heartbeatInterval: Math.floor(options.sessionTimeoutMs / 3),
     maxWaitTimeInMs: 250,
+    // After a crash (the broker gone, say) kafkajs restarts the consumer on a timer that
+    // it arms after asking this; a stop() that came in between would clear no timer and
+    // leave the restart reconnecting forever. So a stopping consumer never restarts.
+    retry: { restartOnFailure: async () => !stopping },
   });
   const deadLetters: Producer = options.kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
 
@@ -125,6 +130,7 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
       logger.info({ topics, groupId: options.groupId }, 'ingest consumer running');
     },
     async stop() {
+      stopping = true;
       await consumer.disconnect();
       await inserts.drain().catch(() => undefined);
       await deadLetters.disconnect();

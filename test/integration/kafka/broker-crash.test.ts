@@ -1,10 +1,11 @@
 import { expect } from 'chai';
 import { randomInt } from 'node:crypto';
-import type { CanonicalEvent, CanonicalEventPageResponse } from '../../../src/generated/schema-types.js';
+import type { CanonicalEvent } from '../../../src/generated/schema-types.js';
 import { canonicalEvent, uuid } from '../../support/factories.js';
 import { probeTransactions, type ProbeReport } from '../../support/kafka-probe.js';
 import type { Tenant, TestGateway } from '../../support/test-gateway.js';
 import { waitFor } from '../../support/wait-for.js';
+import { wholeFeed } from './feed-helpers.js';
 import { describeOnEachStore } from './kafka-suite.js';
 import { readToEnd } from '../../support/kafka-topics.js';
 
@@ -19,19 +20,6 @@ interface History {
   readonly acknowledged: Set<string>;
   unavailable: number;
   readonly unexpected: string[];
-}
-
-async function allFeedEvents(gateway: TestGateway, tenant: Tenant): Promise<CanonicalEvent[]> {
-  const headers = await tenant.headers();
-  const items: CanonicalEvent[] = [];
-  let cursor: string | null = null;
-  do {
-    const query: string = `?limit=200${cursor === null ? '' : `&cursor=${encodeURIComponent(cursor)}`}`;
-    const res = await gateway.call<CanonicalEventPageResponse>('GET', `/projects/${tenant.projectId}/events${query}`, { headers });
-    items.push(...res.body.data.items);
-    cursor = res.body.meta.next_cursor;
-  } while (cursor !== null);
-  return items;
 }
 
 /** Clients that send enrollments and edge-policy patches back to back until stopped, recording every answer. */
@@ -125,7 +113,7 @@ describeOnEachStore(`broker SIGKILLed under concurrent commands (${KILLS} kills)
     // The feed ends with one event per command on the topics (acknowledged, or answered 503 but
     // written), and every other service's event.
     const feed = await waitFor('the feed to hold every command and event', async () => {
-      const items = await allFeedEvents(gateway, tenant);
+      const items = await wholeFeed(gateway, tenant);
       return items.length >= commandCounts.size + otherEvents.length ? items : undefined;
     }, 60_000, 500);
     const fromCommands = feed.filter((e) => e.source_service === 'core-gateway').map((e) => e.correlation_id!);

@@ -1,25 +1,13 @@
 import { expect } from 'chai';
-import type { CanonicalEventPageResponse } from '../../../src/generated/schema-types.js';
 import { openStore } from '../../../src/runtime/store-runtime.js';
 import { committedOffsets, committedToEnd, produceContinuously, topicEnds } from '../../support/kafka-topics.js';
 import { storesUnderTest } from '../../support/stores.js';
 import type { Tenant, TestGateway } from '../../support/test-gateway.js';
 import { waitFor } from '../../support/wait-for.js';
+import { wholeFeed } from './feed-helpers.js';
 import { kafkaSuite } from './kafka-suite.js';
 
-async function feedIds(gateway: TestGateway, tenant: Tenant): Promise<string[]> {
-  const headers = await tenant.headers();
-  const ids: string[] = [];
-  let cursor: string | null = null;
-  do {
-    const query: string = `?limit=200${cursor === null ? '' : `&cursor=${encodeURIComponent(cursor)}`}`;
-    const res = await gateway.call<CanonicalEventPageResponse>('GET', `/projects/${tenant.projectId}/events${query}`, { headers });
-    if (res.status !== 200) return [];
-    ids.push(...res.body.data.items.map((e) => e.id));
-    cursor = res.body.meta.next_cursor;
-  } while (cursor !== null);
-  return ids;
-}
+const feedIds = async (gateway: TestGateway, tenant: Tenant) => (await wholeFeed(gateway, tenant)).map((e) => e.id);
 
 describe('the ClickHouse server SIGKILLed mid-ingest [clickhouse-server]', function () {
   this.timeout(180_000);
