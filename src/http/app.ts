@@ -5,12 +5,13 @@ import type { EnrollDevice } from '../commands/enroll-device.js';
 import type { UpdateEdgePolicy } from '../commands/update-edge-policy.js';
 import type { FeedService } from '../feed/feed-service.js';
 import type { Logger } from '../logger.js';
+import type { ReadinessProbe } from '../readiness.js';
 import type { SchemaRegistry } from '../schemas/schema-registry.js';
 import { errorHandler, unmatchedRoutes } from './error-response.js';
 import { registerEdgePolicyRoute } from './routes/edge-policy-route.js';
 import { registerEnrollRoute } from './routes/enroll-route.js';
 import { registerEventsRoute } from './routes/events-route.js';
-import { registerHealthRoutes, type ReadinessCheck } from './routes/health-route.js';
+import { registerHealthRoutes } from './routes/health-route.js';
 import type { GatewayState } from './state.js';
 
 export const API_PREFIX = '/core/api/v1';
@@ -25,7 +26,8 @@ export interface ApiDependencies {
 
 export interface AppDependencies {
   readonly logger: Logger;
-  readonly ready: ReadinessCheck;
+  /** What /readyz checks: the store, and Kafka when the process uses it. */
+  readonly readiness: readonly ReadinessProbe[];
   /** The Core API; absent in a consumer-only process, which serves health only. */
   readonly api: ApiDependencies | undefined;
 }
@@ -37,7 +39,7 @@ export function createApp(deps: AppDependencies): Koa<GatewayState> {
   app.silent = true;
 
   const health = new Router<GatewayState>();
-  registerHealthRoutes(health, deps.ready);
+  registerHealthRoutes(health, deps.readiness);
   const api = new Router<GatewayState>({ prefix: API_PREFIX });
   if (deps.api !== undefined) {
     registerEventsRoute(api, deps.api);

@@ -14,7 +14,9 @@ import { createFeedService } from '../feed/feed-service.js';
 import { createApp, type ApiDependencies } from '../http/app.js';
 import { answerClientError } from '../http/error-response.js';
 import { createEventIngestor, type EventIngestor } from '../ingest/event-ingestor.js';
+import { createKafkaReadiness } from '../kafka/kafka-readiness.js';
 import type { Logger } from '../logger.js';
+import type { ReadinessProbe } from '../readiness.js';
 import { createSchemaRegistry, type SchemaRegistry } from '../schemas/schema-registry.js';
 import { createClickHouseCommandLog } from '../store/clickhouse-command-log.js';
 import { createClickHouseEventStore } from '../store/clickhouse-event-store.js';
@@ -100,9 +102,13 @@ export async function startRuntime(config: Config, logger: Logger, env: CommandE
     const schemas = createSchemaRegistry();
     const store = createClickHouseEventStore(transport);
     const ingestor = createEventIngestor({ store, schemas });
+    const readiness: ReadinessProbe[] = [{ name: 'store', check: () => transport.command('SELECT 1') }];
     let kafka: Kafka | undefined;
     if (config.kafka !== undefined) {
       kafka = await openKafka(config, config.kafka, logger);
+      const kafkaReadiness = createKafkaReadiness(kafka);
+      readiness.push(kafkaReadiness);
+      closers.push(() => kafkaReadiness.close());
       if (config.role !== 'gateway') {
         const consumer = await startIngestConsumer(kafka, config, config.kafka, ingestor, logger);
         closers.push(() => consumer.stop());
@@ -117,7 +123,7 @@ export async function startRuntime(config: Config, logger: Logger, env: CommandE
       closers.push(() => publisher.close());
       api = apiDependencies(config, logger, env, { transport, store, publisher, schemas });
     }
-    const http = await startHttp(config, createApp({ logger, api, ready: () => transport.command('SELECT 1') }));
+    const http = await startHttp(config, createApp({ logger, api, readiness }));
     closers.push(http.close);
     const url = http.url;
     logger.info(

@@ -1,25 +1,34 @@
 import type Router from '@koa/router';
 import { AppError } from '../../errors.js';
 import { success } from '../envelope.js';
+import type { ReadinessProbe } from '../../readiness.js';
 import type { GatewayState } from '../state.js';
 
-/** Answers whether the process can do its work now; throws when it cannot. */
-export type ReadinessCheck = () => Promise<void>;
+// A dependency that has not answered by then counts as down: a load balancer's probe must not hang.
+const PROBE_DEADLINE_MS = 2000;
+
+async function failureOf(probe: ReadinessProbe): Promise<string | undefined> {
+  let timer: NodeJS.Timeout | undefined;
+  const deadline = new Promise<string>((done) => (timer = setTimeout(() => done(`${probe.name} did not answer within ${PROBE_DEADLINE_MS} ms`), PROBE_DEADLINE_MS)));
+  try {
+    return await Promise.race([probe.check().then(() => undefined, () => `${probe.name} is not reachable`), deadline]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
 
 /**
- * /healthz: the process is up. /readyz: its dependencies answer, so a load balancer may
- * send it traffic. Neither needs credentials, and neither says more than ok or not.
+ * /healthz: the process is up. /readyz: every dependency answers, so a load balancer may
+ * send it traffic; a 503 names the ones that do not, and nothing more. Neither needs
+ * credentials.
  */
-export function registerHealthRoutes(router: Router<GatewayState>, ready: ReadinessCheck): void {
+export function registerHealthRoutes(router: Router<GatewayState>, probes: readonly ReadinessProbe[]): void {
   router.get('/healthz', (ctx) => {
     ctx.body = success({ status: 'ok' });
   });
   router.get('/readyz', async (ctx) => {
-    try {
-      await ready();
-    } catch (error) {
-      throw new AppError('UPSTREAM_UNAVAILABLE', 'Not ready', { detail: 'A dependency is not reachable.', cause: error });
-    }
-    ctx.body = success({ status: 'ready' });
+    const failures = (await Promise.all(probes.map(failureOf))).filter((f): f is string => f !== undefined);
+    if (failures.length > 0) throw new AppError('UPSTREAM_UNAVAILABLE', 'Not ready', { detail: `Not ready: ${failures.join('; ')}.` });
+    ctx.body = success({ status: 'ready', checks: Object.fromEntries(probes.map((p) => [p.name, 'ok'])) });
   });
 }

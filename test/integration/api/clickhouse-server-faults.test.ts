@@ -70,7 +70,9 @@ describe('a ClickHouse server that stalls, dies or fails [clickhouse-server]', f
     try {
       expectUnavailable(await timed(feed), 'the feed');
       expectUnavailable(await timed(enroll), 'an enrollment');
-      expectUnavailable(await timed(ready), '/readyz');
+      const notReady = await timed(ready);
+      expectUnavailable(notReady, '/readyz');
+      expect(notReady.body).to.deep.include({ detail: 'Not ready: store is not reachable.' });
     } finally {
       await server.bringBack();
     }

@@ -64,4 +64,9 @@ describeOnEachStore('health endpoints', (gateway) => {
       expect(await res.json()).to.deep.include({ ok: 1 });
     }
   });
+
+  it('names what /readyz checked: the store, and no Kafka on the in-process bus', async () => {
+    const res = await fetch(new URL('/readyz', gw.baseUrl));
+    expect(await res.json()).to.deep.equal({ ok: 1, data: { status: 'ready', checks: { store: 'ok' } }, meta: null });
+  });
 });

@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import type { CanonicalEventPageResponse, EnrollmentAccepted, ErrorEnvelope } from '../../../src/generated/schema-types.js';
 import { uuid } from '../../support/factories.js';
+import { request } from '../../support/http-client.js';
 import { waitFor } from '../../support/wait-for.js';
 import { describeOnEachStore } from './kafka-suite.js';
 
@@ -37,11 +38,20 @@ describeOnEachStore('broker outage', function (suite) {
         expect(res.headers.get('retry-after')).to.equal('1');
         expect(took).to.be.below(ANSWER_BOUND_MS);
       }
+      const readyz = await request<ErrorEnvelope>('GET', new URL('/readyz', gateway.baseUrl).toString());
+      expect(readyz.status, '/readyz while the broker is down').to.equal(503);
+      expect(readyz.body.detail).to.match(/^Not ready: kafka (is not reachable|did not answer within \d+ ms)\.$/);
       await infra.broker!.bringBack();
       brokerDown = false;
     } finally {
       if (brokerDown) await infra.broker!.bringBack();
     }
+
+    const ready = await waitFor('/readyz ready again', async () => {
+      const res = await request<{ data: unknown }>('GET', new URL('/readyz', gateway.baseUrl).toString());
+      return res.status === 200 ? res.body.data : undefined;
+    }, 60_000, 250);
+    expect(ready).to.deep.equal({ status: 'ready', checks: { store: 'ok', kafka: 'ok' } });
 
     const deviceId = uuid();
     const accepted = await waitFor('a 202 after the broker is back', async () => {
