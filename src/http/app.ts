@@ -12,6 +12,7 @@ import { registerEdgePolicyRoute } from './routes/edge-policy-route.js';
 import { registerEnrollRoute } from './routes/enroll-route.js';
 import { registerEventsRoute } from './routes/events-route.js';
 import { registerHealthRoutes } from './routes/health-route.js';
+import { registerOpenApiRoute } from './routes/openapi-route.js';
 import type { GatewayState } from './state.js';
 
 export const API_PREFIX = '/core/api/v1';
@@ -42,6 +43,7 @@ export function createApp(deps: AppDependencies): Koa<GatewayState> {
   registerHealthRoutes(health, deps.readiness);
   const api = new Router<GatewayState>({ prefix: API_PREFIX });
   if (deps.api !== undefined) {
+    registerOpenApiRoute(api);
     registerEventsRoute(api, deps.api);
     registerEnrollRoute(api, deps.api);
     registerEdgePolicyRoute(api, deps.api);

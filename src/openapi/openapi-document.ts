@@ -1,0 +1,140 @@
+import { schemasById, type SchemaId } from '../schemas/schema-files.js';
+
+type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
+type JsonObject = { [key: string]: JsonValue };
+
+const REF_PREFIX = '#/components/schemas/';
+
+function titleOf(id: SchemaId): string {
+  return (schemasById[id] as { title: string }).title;
+}
+
+/** A schema file as an OpenAPI component: no $schema or $id, and file references turned into component references. */
+function component(value: JsonValue): JsonValue {
+  if (Array.isArray(value)) return value.map(component);
+  if (value === null || typeof value !== 'object') return value;
+  const out: JsonObject = {};
+  for (const [key, inner] of Object.entries(value)) {
+    if (key === '$schema' || key === '$id') continue;
+    out[key] = key === '$ref' && typeof inner === 'string' ? `${REF_PREFIX}${titleOf(inner as SchemaId)}` : component(inner);
+  }
+  return out;
+}
+
+const ref = (id: SchemaId): JsonObject => ({ $ref: `${REF_PREFIX}${titleOf(id)}` });
+
+/** Path or query parameters from the same schema the route validates them with. */
+function parameters(id: SchemaId, where: 'path' | 'query'): JsonValue[] {
+  const schema = schemasById[id] as { properties: Record<string, JsonValue>; required?: string[] };
+  return Object.entries(schema.properties).map(([name, property]) => ({
+    name,
+    in: where,
+    required: where === 'path' || (schema.required ?? []).includes(name),
+    schema: component(property),
+  }));
+}
+
+const json = (schema: JsonValue): JsonObject => ({ content: { 'application/json': { schema } } });
+
+/** The success envelope { ok: 1, data, meta: null } around a data schema. */
+const envelope = (data: JsonValue): JsonObject => ({
+  type: 'object',
+  additionalProperties: false,
+  required: ['ok', 'data', 'meta'],
+  properties: { ok: { const: 1 }, data, meta: { type: 'null' } },
+});
+
+const ERROR_MEANINGS: Record<number, string> = {
+  400: 'Invalid request: the message names each bad field.',
+  401: 'Missing or invalid credentials (bearer token or ORG-ID).',
+  403: 'The token does not allow this organization or operation.',
+  413: 'Body over 64 KiB.',
+  415: 'Body is not JSON.',
+  422: 'Idempotency-Key already used with another request.',
+  500: 'Unexpected fault; no internals are shown.',
+  503: 'A dependency (Kafka or the event store) is unavailable; retry after Retry-After.',
+};
+
+function errors(...statuses: number[]): JsonObject {
+  return Object.fromEntries(statuses.map((status) => [String(status), { description: ERROR_MEANINGS[status]!, ...json(ref('error-envelope.schema.json')) }]));
+}
+
+const idempotencyKey: JsonObject = {
+  name: 'Idempotency-Key',
+  in: 'header',
+  required: false,
+  description: 'Makes a retry return the first answer (same enrollment_id) for 24 hours.',
+  // The same rule enroll-route.ts enforces: 1 to 255 printable ASCII characters.
+  schema: { type: 'string', pattern: '^[!-~]{1,255}$' },
+};
+const traceparent: JsonObject = {
+  name: 'traceparent',
+  in: 'header',
+  required: false,
+  description: 'W3C trace context, carried into the command and its canonical event.',
+  schema: { type: 'string' },
+};
+
+/**
+ * The OpenAPI 3.1 document of the Core API, built from schemas/ alone: the same files
+ * drive request validation, the TypeScript types and this. docs/openapi.json is its
+ * checked-in copy (npm run openapi:generate), and npm test fails when that drifts.
+ */
+export function openApiDocument(): JsonObject {
+  const components: JsonObject = {};
+  for (const id of Object.keys(schemasById).sort() as SchemaId[]) components[titleOf(id)] = component(schemasById[id] as JsonValue);
+  return {
+    openapi: '3.1.0',
+    info: {
+      title: 'Core HTTP API',
+      version: '0.1.0',
+      description: 'Event feed, device enrollment and fleet edge policy of the device-management platform.',
+    },
+    servers: [{ url: '/core/api/v1' }],
+    security: [{ bearer: [], orgId: [] }],
+    paths: {
+      '/projects/{project_id}/events': {
+        get: {
+          operationId: 'listCanonicalEvents',
+          summary: 'A keyset-paginated page of a project\'s canonical events, newest first.',
+          description: 'Needs the events:read permission. limit is clamped to 1..200 (default 50), never rejected for its size.',
+          parameters: [...parameters('project-path.schema.json', 'path'), ...parameters('events-query.schema.json', 'query')],
+          responses: { '200': { description: 'A page of events.', ...json(ref('canonical-event-page.schema.json')) }, ...errors(400, 401, 403, 500, 503) },
+        },
+      },
+      '/projects/{project_id}/fleets/{fleet_id}/devices/{device_id}/enroll': {
+        post: {
+          operationId: 'enrollDevice',
+          summary: 'Enroll a device into its fleet\'s integration namespace.',
+          description: 'Needs the devices:enroll permission. Answers once Kafka acknowledged the command.',
+          parameters: [...parameters('device-path.schema.json', 'path'), idempotencyKey, traceparent],
+          requestBody: { required: false, ...json(ref('enrollment-request.schema.json')) },
+          responses: {
+            '202': { description: 'Enrollment queued.', ...json(envelope(ref('enrollment-accepted.schema.json'))) },
+            ...errors(400, 401, 403, 413, 415, 422, 500, 503),
+          },
+        },
+      },
+      '/projects/{project_id}/fleets/{fleet_id}/edge/policy': {
+        patch: {
+          operationId: 'updateEdgePolicy',
+          summary: 'Update the edge policy of a fleet with a JSON Merge Patch (RFC 7386).',
+          description: 'Needs the edge-policy:write permission. Answers once Kafka acknowledged the command.',
+          parameters: [...parameters('fleet-path.schema.json', 'path'), traceparent],
+          requestBody: { required: true, ...json(ref('edge-policy-patch.schema.json')) },
+          responses: {
+            '200': { description: 'Update accepted.', ...json(envelope(ref('edge-policy-accepted.schema.json'))) },
+            ...errors(400, 401, 403, 413, 415, 500, 503),
+          },
+        },
+      },
+    },
+    components: {
+      schemas: components,
+      securitySchemes: {
+        bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
+        orgId: { type: 'apiKey', in: 'header', name: 'ORG-ID', description: 'The organization (uuid) the request acts for.' },
+      },
+    },
+  };
+}
