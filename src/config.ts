@@ -56,6 +56,8 @@ export interface KafkaConfig {
 export interface Config {
   readonly role: Role;
   readonly port: number;
+  /** Port of /healthz, /readyz and /metrics when they are kept off the API's port (OPS_PORT). */
+  readonly opsPort: number | undefined;
   readonly host: string;
   readonly dataDir: string;
   readonly logLevel: string;
@@ -221,6 +223,7 @@ export function loadConfig(env: Env): Config {
   const config: Config = {
     role,
     port: integer(env, 'PORT', 8080, 0, 65535),
+    opsPort: optional(env, 'OPS_PORT') === undefined ? undefined : integer(env, 'OPS_PORT', 0, 0, 65535),
     host: optional(env, 'HOST') ?? '0.0.0.0',
     dataDir: optional(env, 'DATA_DIR') ?? './data',
     logLevel: optional(env, 'LOG_LEVEL') ?? 'info',
@@ -260,6 +263,9 @@ export function loadConfig(env: Env): Config {
   for (const commands of [config.topics.enrollmentCommands, config.topics.edgePolicyCommands]) {
     // The consumer reads a command topic as commands; listing one as an event topic would dead-letter every command.
     if (events.includes(commands)) throw new ConfigError('EVENTS_TOPICS', `"${commands}" is a command topic; list only topics of canonical events`);
+  }
+  if (config.opsPort !== undefined && config.opsPort !== 0 && config.opsPort === config.port) {
+    throw new ConfigError('OPS_PORT', `must differ from PORT (${config.port})`);
   }
   if (config.cursorSecret !== undefined && Buffer.byteLength(config.cursorSecret) < 32) {
     throw new ConfigError('CURSOR_SECRET', 'must be at least 32 bytes');

@@ -2,11 +2,13 @@ import type { Kafka, Producer } from 'kafkajs';
 import { AppError } from '../errors.js';
 import { toKafkaError } from '../kafka/kafka-errors.js';
 import type { Logger } from '../logger.js';
+import type { GatewayMetrics } from '../metrics/gateway-metrics.js';
 import { createGroupCommit, type GroupCommit } from '../store/group-commit.js';
 import type { CommandPublisher, PublishRequest } from './command-publisher.js';
 
 export interface KafkaCommandPublisherOptions {
   readonly kafka: Kafka;
+  readonly metrics: GatewayMetrics;
   /** How many producers (lanes) send side by side (KAFKA_PRODUCERS). */
   readonly producers: number;
   /** Longest a request waits for Kafka before it is answered 503. */
@@ -77,13 +79,18 @@ function createLane(options: KafkaCommandPublisherOptions): Lane {
         list.push({ key: command.key, value: JSON.stringify(command.value), headers: { ...command.headers } });
         byTopic.set(command.topic, list);
       }
-      const p = await currentProducer();
+      const topics = [...byTopic.keys()];
+      const started = process.hrtime.bigint();
       try {
+        const p = await currentProducer();
         await p.sendBatch({ acks: -1, topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })) });
       } catch (error) {
+        for (const topic of topics) options.metrics.produceErrors.inc({ topic });
         await resetProducer();
         throw error;
       }
+      const seconds = Number(process.hrtime.bigint() - started) / 1e9;
+      for (const topic of topics) options.metrics.produceDuration.observe({ topic }, seconds);
     },
     { maxItems: MAX_REQUESTS_PER_SEND },
   );

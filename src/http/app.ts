@@ -5,13 +5,15 @@ import type { EnrollDevice } from '../commands/enroll-device.js';
 import type { UpdateEdgePolicy } from '../commands/update-edge-policy.js';
 import type { FeedService } from '../feed/feed-service.js';
 import type { Logger } from '../logger.js';
+import type { GatewayMetrics } from '../metrics/gateway-metrics.js';
 import type { ReadinessProbe } from '../readiness.js';
 import type { SchemaRegistry } from '../schemas/schema-registry.js';
 import { errorHandler, unmatchedRoutes } from './error-response.js';
+import { httpMetrics } from './http-metrics.js';
 import { registerEdgePolicyRoute } from './routes/edge-policy-route.js';
 import { registerEnrollRoute } from './routes/enroll-route.js';
 import { registerEventsRoute } from './routes/events-route.js';
-import { registerHealthRoutes } from './routes/health-route.js';
+import { registerOpsRoutes } from './routes/health-route.js';
 import { registerOpenApiRoute } from './routes/openapi-route.js';
 import type { GatewayState } from './state.js';
 
@@ -29,6 +31,9 @@ export interface AppDependencies {
   readonly logger: Logger;
   /** What /readyz checks: the store, and Kafka when the process uses it. */
   readonly readiness: readonly ReadinessProbe[];
+  readonly metrics: GatewayMetrics;
+  /** Whether /healthz, /readyz and /metrics are served here; false when they have a port of their own (OPS_PORT). */
+  readonly withOpsRoutes: boolean;
   /** The Core API; absent in a consumer-only process, which serves health only. */
   readonly api: ApiDependencies | undefined;
 }
@@ -39,8 +44,8 @@ export function createApp(deps: AppDependencies): Koa<GatewayState> {
   // Koa would otherwise print every error it sees; ours are answered and logged in errorHandler.
   app.silent = true;
 
-  const health = new Router<GatewayState>();
-  registerHealthRoutes(health, deps.readiness);
+  const ops = new Router<GatewayState>();
+  if (deps.withOpsRoutes) registerOpsRoutes(ops, deps.readiness, deps.metrics);
   const api = new Router<GatewayState>({ prefix: API_PREFIX });
   if (deps.api !== undefined) {
     registerOpenApiRoute(api);
@@ -49,11 +54,25 @@ export function createApp(deps: AppDependencies): Koa<GatewayState> {
     registerEdgePolicyRoute(api, deps.api);
   }
 
+  app.use(httpMetrics(deps.metrics));
   app.use(errorHandler(deps.logger));
   app.use(unmatchedRoutes());
-  for (const router of [health, api]) {
+  for (const router of [ops, api]) {
     app.use(router.routes());
     app.use(router.allowedMethods());
   }
+  return app;
+}
+
+/** The operations surface alone (/healthz, /readyz, /metrics), for OPS_PORT. */
+export function createOpsApp(deps: Pick<AppDependencies, 'logger' | 'readiness' | 'metrics'>): Koa<GatewayState> {
+  const app = new Koa<GatewayState>();
+  app.silent = true;
+  const ops = new Router<GatewayState>();
+  registerOpsRoutes(ops, deps.readiness, deps.metrics);
+  app.use(errorHandler(deps.logger));
+  app.use(unmatchedRoutes());
+  app.use(ops.routes());
+  app.use(ops.allowedMethods());
   return app;
 }

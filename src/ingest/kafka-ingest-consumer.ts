@@ -1,11 +1,13 @@
 import type { Consumer, EachBatchPayload, IHeaders, Kafka, Producer } from 'kafkajs';
 import type { Logger } from '../logger.js';
+import type { GatewayMetrics } from '../metrics/gateway-metrics.js';
 import { createGroupCommit } from '../store/group-commit.js';
 import { deadLetterMessage } from './dead-letter.js';
 import type { EventIngestor, MessageFormat, RawEventMessage } from './event-ingestor.js';
 
 export interface IngestConsumerOptions {
   readonly kafka: Kafka;
+  readonly metrics: GatewayMetrics;
   readonly groupId: string;
   /** Each topic it reads and what its messages hold: the event topics, and the command topics whose events it derives. */
   readonly sources: readonly { readonly topic: string; readonly format: MessageFormat }[];
@@ -69,9 +71,14 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
 
   const inserts = createGroupCommit<RawEventMessage>(
     async (messages) => {
+      const { metrics } = options;
+      metrics.ingestBatchSize.observe(messages.length);
+      const stopTimer = metrics.insertDuration.startTimer();
       const result = await options.ingestor.ingestMessages(messages);
+      stopTimer();
       if (result.rejected.length > 0) {
         await deadLetters.send({ topic: options.deadLetterTopic, acks: -1, messages: result.rejected.map(deadLetterMessage) });
+        for (const { reason } of result.rejected) metrics.deadLettered.inc({ reason });
         logger.warn({ count: result.rejected.length, reasons: [...new Set(result.rejected.map((r) => r.reason))] }, 'dead-lettered events');
       }
     },
@@ -111,6 +118,7 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
       clearInterval(beat);
     }
     const last = batch.messages.at(-1)!.offset;
+    options.metrics.consumerLag.set({ topic: batch.topic, partition: String(batch.partition) }, Number(batch.offsetLag()));
     payload.resolveOffset(last);
     await consumer.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: (BigInt(last) + 1n).toString() }]);
   }

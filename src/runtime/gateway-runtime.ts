@@ -11,11 +11,12 @@ import { createUpdateEdgePolicy } from '../commands/update-edge-policy.js';
 import type { Config } from '../config.js';
 import { createCursorCodec } from '../feed/cursor.js';
 import { createFeedService } from '../feed/feed-service.js';
-import { createApp, type ApiDependencies } from '../http/app.js';
+import { createApp, createOpsApp, type ApiDependencies } from '../http/app.js';
 import { answerClientError } from '../http/error-response.js';
 import { createEventIngestor, type EventIngestor } from '../ingest/event-ingestor.js';
 import { createKafkaReadiness } from '../kafka/kafka-readiness.js';
 import type { Logger } from '../logger.js';
+import { createGatewayMetrics } from '../metrics/gateway-metrics.js';
 import type { ReadinessProbe } from '../readiness.js';
 import { createSchemaRegistry, type SchemaRegistry } from '../schemas/schema-registry.js';
 import { createClickHouseCommandLog } from '../store/clickhouse-command-log.js';
@@ -31,6 +32,8 @@ import { openStore } from './store-runtime.js';
 export interface Runtime {
   /** Base URL of the HTTP server, e.g. http://127.0.0.1:8080 (health only for ROLE=consumer). */
   readonly url: string;
+  /** Base URL of /healthz, /readyz and /metrics when OPS_PORT puts them on a port of their own. */
+  readonly opsUrl: string | undefined;
   /** The ingest side: events given here are validated and stored as the consumer stores them. */
   readonly ingestor: EventIngestor;
   /** Stops taking requests and messages, finishes what is in flight, then closes Kafka and the store. */
@@ -78,12 +81,12 @@ function apiDependencies(
   };
 }
 
-async function startHttp(config: Config, app: ReturnType<typeof createApp>): Promise<{ url: string; close: () => Promise<void> }> {
+async function startHttp(app: ReturnType<typeof createApp>, port: number, host: string): Promise<{ url: string; close: () => Promise<void> }> {
   const server = createServer(app.callback());
   server.on('clientError', answerClientError);
-  const address = await listen(server, config.port, config.host);
-  const host = address.family === 'IPv6' ? `[${address.address}]` : address.address;
-  const url = `http://${host === '0.0.0.0' || host === '[::]' ? '127.0.0.1' : host}:${address.port}`;
+  const address = await listen(server, port, host);
+  const bound = address.family === 'IPv6' ? `[${address.address}]` : address.address;
+  const url = `http://${bound === '0.0.0.0' || bound === '[::]' ? '127.0.0.1' : bound}:${address.port}`;
   return { url, close: () => new Promise<void>((done) => server.close(() => done())) };
 }
 
@@ -102,6 +105,7 @@ export async function startRuntime(config: Config, logger: Logger, env: CommandE
     const schemas = createSchemaRegistry();
     const store = createClickHouseEventStore(transport);
     const ingestor = createEventIngestor({ store, schemas });
+    const metrics = createGatewayMetrics();
     const readiness: ReadinessProbe[] = [{ name: 'store', check: () => transport.command('SELECT 1') }];
     let kafka: Kafka | undefined;
     if (config.kafka !== undefined) {
@@ -110,7 +114,7 @@ export async function startRuntime(config: Config, logger: Logger, env: CommandE
       readiness.push(kafkaReadiness);
       closers.push(() => kafkaReadiness.close());
       if (config.role !== 'gateway') {
-        const consumer = await startIngestConsumer(kafka, config, config.kafka, ingestor, logger);
+        const consumer = await startIngestConsumer(kafka, config, config.kafka, ingestor, metrics, logger);
         closers.push(() => consumer.stop());
       }
     }
@@ -119,18 +123,25 @@ export async function startRuntime(config: Config, logger: Logger, env: CommandE
       const publisher =
         kafka === undefined || config.kafka === undefined
           ? createInProcessCommandPublisher({ log: createClickHouseCommandLog(transport), ingestor })
-          : kafkaCommandPublisher(kafka, config, config.kafka, logger);
+          : kafkaCommandPublisher(kafka, config, config.kafka, metrics, logger);
       closers.push(() => publisher.close());
       api = apiDependencies(config, logger, env, { transport, store, publisher, schemas });
     }
-    const http = await startHttp(config, createApp({ logger, api, readiness }));
+    const separateOps = config.opsPort !== undefined;
+    const http = await startHttp(createApp({ logger, api, readiness, metrics, withOpsRoutes: !separateOps }), config.port, config.host);
     closers.push(http.close);
     const url = http.url;
+    let opsUrl: string | undefined;
+    if (config.opsPort !== undefined) {
+      const ops = await startHttp(createOpsApp({ logger, readiness, metrics }), config.opsPort, config.host);
+      closers.push(ops.close);
+      opsUrl = ops.url;
+    }
     logger.info(
       { url, role: config.role, store: transport.kind, bus: config.kafka === undefined ? 'in-process' : 'kafka' },
       'core-gateway started',
     );
-    return { url, ingestor, close };
+    return { url, opsUrl, ingestor, close };
   } catch (error) {
     await close().catch(() => undefined);
     throw error;

@@ -7,6 +7,7 @@ import type { EventIngestor } from '../ingest/event-ingestor.js';
 import { createKafkaClient } from '../kafka/kafka-client.js';
 import { ensureTopics } from '../kafka/topics.js';
 import type { Logger } from '../logger.js';
+import type { GatewayMetrics } from '../metrics/gateway-metrics.js';
 
 /** Connects to Kafka and creates the topics of the contract that are missing. */
 export async function openKafka(config: Config, kafkaConfig: KafkaConfig, logger: Logger): Promise<Kafka> {
@@ -26,9 +27,10 @@ export async function openKafka(config: Config, kafkaConfig: KafkaConfig, logger
   return kafka;
 }
 
-export function kafkaCommandPublisher(kafka: Kafka, config: Config, kafkaConfig: KafkaConfig, logger: Logger): CommandPublisher {
+export function kafkaCommandPublisher(kafka: Kafka, config: Config, kafkaConfig: KafkaConfig, metrics: GatewayMetrics, logger: Logger): CommandPublisher {
   return createKafkaCommandPublisher({
     kafka,
+    metrics,
     producers: kafkaConfig.producers,
     timeoutMs: config.commandTimeoutMs,
     logger,
@@ -40,10 +42,12 @@ export async function startIngestConsumer(
   config: Config,
   kafkaConfig: KafkaConfig,
   ingestor: EventIngestor,
+  metrics: GatewayMetrics,
   logger: Logger,
 ): Promise<IngestConsumer> {
   const consumer = createIngestConsumer({
     kafka,
+    metrics,
     groupId: kafkaConfig.consumerGroup,
     sources: [
       ...config.topics.events.map((topic) => ({ topic, format: 'canonical-event' as const })),

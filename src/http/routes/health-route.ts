@@ -1,6 +1,7 @@
 import type Router from '@koa/router';
 import { AppError } from '../../errors.js';
 import { success } from '../envelope.js';
+import type { GatewayMetrics } from '../../metrics/gateway-metrics.js';
 import type { ReadinessProbe } from '../../readiness.js';
 import type { GatewayState } from '../state.js';
 
@@ -19,10 +20,15 @@ async function failureOf(probe: ReadinessProbe): Promise<string | undefined> {
 
 /**
  * /healthz: the process is up. /readyz: every dependency answers, so a load balancer may
- * send it traffic; a 503 names the ones that do not, and nothing more. Neither needs
- * credentials.
+ * send it traffic; a 503 names the ones that do not, and nothing more. /metrics: the
+ * Prometheus text format. None needs credentials: put them on OPS_PORT to keep them
+ * off the public port.
  */
-export function registerHealthRoutes(router: Router<GatewayState>, probes: readonly ReadinessProbe[]): void {
+export function registerOpsRoutes(router: Router<GatewayState>, probes: readonly ReadinessProbe[], metrics: GatewayMetrics): void {
+  router.get('/metrics', async (ctx) => {
+    ctx.type = metrics.registry.contentType;
+    ctx.body = await metrics.registry.metrics();
+  });
   router.get('/healthz', (ctx) => {
     ctx.body = success({ status: 'ok' });
   });

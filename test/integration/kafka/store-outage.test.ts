@@ -4,6 +4,7 @@ import type { CanonicalEvent } from '../../../src/generated/schema-types.js';
 import { createEventIngestor } from '../../../src/ingest/event-ingestor.js';
 import { createIngestConsumer, type IngestConsumer } from '../../../src/ingest/kafka-ingest-consumer.js';
 import { createLogger } from '../../../src/logger.js';
+import { createGatewayMetrics } from '../../../src/metrics/gateway-metrics.js';
 import { openStore } from '../../../src/runtime/store-runtime.js';
 import { createSchemaRegistry } from '../../../src/schemas/schema-registry.js';
 import { createClickHouseEventStore } from '../../../src/store/clickhouse-event-store.js';
@@ -73,6 +74,7 @@ describeOnEachStore('ingest while the store is failing', function (suite) {
     };
     consumer = createIngestConsumer({
       kafka,
+      metrics: createGatewayMetrics(),
       groupId,
       sources: [{ topic, format: 'canonical-event' }],
       deadLetterTopic: `${topic}.dlq`,

@@ -1,0 +1,19 @@
+import type { Middleware } from 'koa';
+import type { GatewayMetrics } from '../metrics/gateway-metrics.js';
+
+/**
+ * Times every request by its route template (never the raw path, whose ids would make a
+ * series per project) and its final status. It wraps the error handler, so an answered
+ * error counts with the status it was answered with.
+ */
+export function httpMetrics(metrics: GatewayMetrics): Middleware {
+  return async (ctx, next) => {
+    const stop = metrics.httpDuration.startTimer();
+    try {
+      await next();
+    } finally {
+      const route = (ctx as { _matchedRoute?: string | RegExp })._matchedRoute;
+      stop({ method: ctx.method, route: typeof route === 'string' ? route : 'unmatched', status: String(ctx.status) });
+    }
+  };
+}

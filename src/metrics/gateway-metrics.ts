@@ -1,0 +1,54 @@
+import { collectDefaultMetrics, Counter, Gauge, Histogram, Registry } from 'prom-client';
+
+/** Everything the process reports on /metrics, in one registry of its own (no global state). */
+export interface GatewayMetrics {
+  readonly registry: Registry;
+  readonly httpDuration: Histogram<'method' | 'route' | 'status'>;
+  readonly produceDuration: Histogram<'topic'>;
+  readonly produceErrors: Counter<'topic'>;
+  readonly consumerLag: Gauge<'topic' | 'partition'>;
+  readonly ingestBatchSize: Histogram;
+  readonly insertDuration: Histogram;
+  readonly deadLettered: Counter<'reason'>;
+}
+
+// From a loopback answer to a slow dependency: the API answers in milliseconds, a timeout in seconds.
+const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
+
+export function createGatewayMetrics(): GatewayMetrics {
+  const registry = new Registry();
+  collectDefaultMetrics({ register: registry });
+  const registers = [registry];
+  return {
+    registry,
+    httpDuration: new Histogram({
+      name: 'http_request_duration_seconds',
+      help: 'HTTP requests by method, route template and status.',
+      labelNames: ['method', 'route', 'status'],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    }),
+    produceDuration: new Histogram({
+      name: 'kafka_produce_duration_seconds',
+      help: 'Time until Kafka acknowledged a send of commands, by topic.',
+      labelNames: ['topic'],
+      buckets: LATENCY_BUCKETS,
+      registers,
+    }),
+    produceErrors: new Counter({ name: 'kafka_produce_errors_total', help: 'Sends of commands Kafka did not acknowledge, by topic.', labelNames: ['topic'], registers }),
+    consumerLag: new Gauge({
+      name: 'kafka_consumer_lag',
+      help: 'Messages between the last one the ingest consumer took and the partition end, by topic and partition.',
+      labelNames: ['topic', 'partition'],
+      registers,
+    }),
+    ingestBatchSize: new Histogram({
+      name: 'ingest_batch_size',
+      help: 'Messages per ingest store write.',
+      buckets: [1, 10, 100, 500, 1000, 2500, 5000, 10000, 50000],
+      registers,
+    }),
+    insertDuration: new Histogram({ name: 'ingest_insert_duration_seconds', help: 'Time of one ingest store write.', buckets: LATENCY_BUCKETS, registers }),
+    deadLettered: new Counter({ name: 'ingest_dead_lettered_total', help: 'Messages sent to the dead-letter topic, by reason.', labelNames: ['reason'], registers }),
+  };
+}
