@@ -13,7 +13,7 @@ import { httpMetrics } from './http-metrics.js';
 import { registerEdgePolicyRoute } from './routes/edge-policy-route.js';
 import { registerEnrollRoute } from './routes/enroll-route.js';
 import { registerEventsRoute } from './routes/events-route.js';
-import { registerOpsRoutes } from './routes/health-route.js';
+import { registerOpsRoutes } from './routes/ops-routes.js';
 import { registerOpenApiRoute } from './routes/openapi-route.js';
 import type { GatewayState } from './state.js';
 
