@@ -22,8 +22,10 @@ const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 function scopeText(scope: CursorScope): string {
   const f = scope.filters;
-  // A fixed field order, so equal scopes always give equal text.
-  return JSON.stringify([scope.orgId, scope.projectId, f.domain ?? null, f.entity ?? null, f.action ?? null, f.deviceId ?? null, f.fleetId ?? null]);
+  // A fixed field order, so equal scopes always give equal text. The time bounds come
+  // last and only when set, so cursors issued before they existed still verify.
+  const bounds = f.since === undefined && f.until === undefined ? [] : [f.since ?? null, f.until ?? null];
+  return JSON.stringify([scope.orgId, scope.projectId, f.domain ?? null, f.entity ?? null, f.action ?? null, f.deviceId ?? null, f.fleetId ?? null, ...bounds]);
 }
 
 function invalid(): AppError {

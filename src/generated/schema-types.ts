@@ -144,7 +144,7 @@ export interface ErrorEnvelope {
 }
 
 /**
- * Query string of GET /projects/{project_id}/events. limit is clamped to 1..200 after validation, never rejected for its size.
+ * Query string of GET /projects/{project_id}/events. limit is clamped to 1..200 after validation, never rejected for its size. since and until, extensions beyond v1, bound occurred_at to the half-open interval [since, until).
  */
 export interface EventsQuery {
   cursor?: string;
@@ -154,6 +154,14 @@ export interface EventsQuery {
   action?: string;
   device_id?: string;
   fleet_id?: string;
+  /**
+   * Only events that occurred at or after this instant (RFC 3339, any offset).
+   */
+  since?: string;
+  /**
+   * Only events that occurred before this instant (RFC 3339, any offset).
+   */
+  until?: string;
 }
 
 /**

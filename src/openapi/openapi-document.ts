@@ -97,9 +97,22 @@ export function openApiDocument(): JsonObject {
         get: {
           operationId: 'listCanonicalEvents',
           summary: 'A keyset-paginated page of a project\'s canonical events, newest first.',
-          description: 'Needs the events:read permission. limit is clamped to 1..200 (default 50), never rejected for its size.',
-          parameters: [...parameters('project-path.schema.json', 'path'), ...parameters('events-query.schema.json', 'query')],
-          responses: { '200': { description: 'A page of events.', ...json(ref('canonical-event-page.schema.json')) }, ...errors(400, 401, 403, 500, 503) },
+          description:
+            'Needs the events:read permission. limit is clamped to 1..200 (default 50), never rejected for its size. since and until (extensions beyond v1) bound occurred_at to [since, until); a cursor is valid only with the bounds and filters it was issued for.',
+          parameters: [
+            ...parameters('project-path.schema.json', 'path'),
+            ...parameters('events-query.schema.json', 'query'),
+            { name: 'If-None-Match', in: 'header', required: false, description: 'The ETag of a page read before: 304 while it is unchanged.', schema: { type: 'string' } },
+          ],
+          responses: {
+            '200': {
+              description: 'A page of events.',
+              headers: { ETag: { description: 'Weak validator of this page, for If-None-Match.', schema: { type: 'string' } } },
+              ...json(ref('canonical-event-page.schema.json')),
+            },
+            '304': { description: 'Not modified: the page still has the ETag given in If-None-Match.' },
+            ...errors(400, 401, 403, 500, 503),
+          },
         },
       },
       '/projects/{project_id}/fleets/{fleet_id}/devices/{device_id}/enroll': {

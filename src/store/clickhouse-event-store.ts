@@ -17,7 +17,7 @@ export function feedSql(query: FeedQuery): { sql: string; params: SqlParams } {
     project_id: query.projectId,
     limit: query.limit,
   };
-  const { domain, entity, action, deviceId, fleetId } = query.filters;
+  const { domain, entity, action, deviceId, fleetId, since, until } = query.filters;
   if (domain !== undefined) {
     where.push('domain = {domain:String}');
     params['domain'] = domain;
@@ -37,6 +37,14 @@ export function feedSql(query: FeedQuery): { sql: string; params: SqlParams } {
   if (fleetId !== undefined) {
     where.push('fleet_id = {fleet_id:UUID}');
     params['fleet_id'] = fleetId;
+  }
+  if (since !== undefined) {
+    where.push("occurred_at >= {since:DateTime64(6, 'UTC')}");
+    params['since'] = since;
+  }
+  if (until !== undefined) {
+    where.push("occurred_at < {until:DateTime64(6, 'UTC')}");
+    params['until'] = until;
   }
   if (query.after !== undefined) {
     where.push(KEYSET);

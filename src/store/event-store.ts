@@ -6,6 +6,10 @@ export interface FeedFilters {
   readonly action?: string | undefined;
   readonly deviceId?: string | undefined;
   readonly fleetId?: string | undefined;
+  /** occurred_at at or after this, in the store's timestamp text. */
+  readonly since?: string | undefined;
+  /** occurred_at before this, in the store's timestamp text. */
+  readonly until?: string | undefined;
 }
 
 /** A place in the feed's order: the store's own occurred_at text and the event id. */

@@ -1,6 +1,8 @@
 import type Router from '@koa/router';
+import { createHash } from 'node:crypto';
 import type { FeedService } from '../../feed/feed-service.js';
-import { allValid, type SchemaRegistry } from '../../schemas/schema-registry.js';
+import { allValid, validationError, type SchemaRegistry } from '../../schemas/schema-registry.js';
+import { TimestampError, toStoreTimestamp } from '../../store/timestamps.js';
 import { authenticate, authOf } from '../authenticate.js';
 import { success } from '../envelope.js';
 import type { GatewayState } from '../state.js';
@@ -25,10 +27,48 @@ export function registerEventsRoute(
         action: query.action,
         deviceId: query.device_id?.toLowerCase(),
         fleetId: query.fleet_id?.toLowerCase(),
+        since: timeBound(query.since, 'since'),
+        until: timeBound(query.until, 'until'),
       },
       cursor: query.cursor,
       limit: query.limit,
     });
-    ctx.body = success({ items: page.items }, page.meta);
+    const body = success({ items: page.items }, page.meta);
+    // A poller that sends the page's ETag back gets a 304 until the page changes.
+    ctx.set('Cache-Control', 'private, no-cache');
+    const etag = pageEtag(body);
+    ctx.set('ETag', etag);
+    if (noneMatch(ctx.get('If-None-Match'), etag)) {
+      ctx.status = 304;
+      return;
+    }
+    ctx.body = body;
   });
+}
+
+/** A time bound in the store's timestamp text; outside what the store can hold, or not RFC 3339, it is a 400 naming the parameter. */
+function timeBound(value: string | undefined, name: 'since' | 'until'): string | undefined {
+  if (value === undefined) return undefined;
+  try {
+    return toStoreTimestamp(value);
+  } catch (error) {
+    if (error instanceof TimestampError) throw validationError({ [`query.${name}`]: error.message });
+    throw error;
+  }
+}
+
+/**
+ * Whether If-None-Match names this ETag (weak comparison, RFC 9110 13.1.2). Koa's
+ * ctx.fresh would also honour a request's Cache-Control: no-cache, which is a cache's
+ * rule, not an origin's; and fetch() adds exactly that header to every request that
+ * carries If-None-Match, so a poller using fetch would never get its 304.
+ */
+function noneMatch(header: string, etag: string): boolean {
+  if (header === '') return false;
+  const opaque = (tag: string) => tag.trim().replace(/^W\//, '');
+  return header.split(',').some((tag) => tag.trim() === '*' || opaque(tag) === opaque(etag));
+}
+
+function pageEtag(body: object): string {
+  return `W/"${createHash('sha256').update(JSON.stringify(body)).digest('base64url').slice(0, 27)}"`;
 }

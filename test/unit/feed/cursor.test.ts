@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { createHmac } from 'node:crypto';
 import { createCursorCodec, type CursorScope } from '../../../src/feed/cursor.js';
 import { AppError } from '../../../src/errors.js';
 
@@ -26,6 +27,21 @@ function rejects(fn: () => unknown): void {
 describe('cursor codec', () => {
   it('round-trips a position under the same scope', () => {
     expect(codec.decode(codec.encode(position, scope), scope)).to.deep.equal(position);
+  });
+
+  it('binds the time bounds into the scope, and leaves cursors issued without them valid', () => {
+    // A cursor exactly as it was signed before the bounds existed.
+    const body = Buffer.from(`${position.occurredAt}|${position.id}`).toString('base64url');
+    const oldScope = JSON.stringify([scope.orgId, scope.projectId, 'devices', null, null, null, null]);
+    const oldMac = createHmac('sha256', key).update(`v1\n${body}\n${oldScope}`).digest().subarray(0, 16).toString('base64url');
+    const issued = `v1.${body}.${oldMac}`;
+    expect(codec.encode(position, scope)).to.equal(issued);
+    expect(codec.decode(issued, { ...scope, filters: { ...scope.filters, since: undefined, until: undefined } })).to.deep.equal(position);
+
+    const bounded = { ...scope, filters: { ...scope.filters, since: '2026-01-01 00:00:00.000000' } };
+    expect(codec.decode(codec.encode(position, bounded), bounded)).to.deep.equal(position);
+    rejects(() => codec.decode(issued, bounded));
+    rejects(() => codec.decode(codec.encode(position, bounded), { ...scope, filters: { ...scope.filters, until: '2026-01-01 00:00:00.000000' } }));
   });
 
   it('is URL-safe', () => {
