@@ -2,9 +2,10 @@
  * Generates src/generated/schema-types.ts from schemas/*.schema.json.
  * `--check` fails instead of writing when the checked-in file has drifted.
  */
-import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { readdir, readFile } from 'node:fs/promises';
 import { join, resolve } from 'node:path';
 import { compile, type JSONSchema } from 'json-schema-to-typescript';
+import { writeOrCheck } from './generated-file.js';
 
 const root = resolve(import.meta.dirname, '..');
 const schemaDir = join(root, 'schemas');
@@ -32,15 +33,4 @@ async function generate(): Promise<string> {
   return parts.join('\n');
 }
 
-const generated = await generate();
-if (process.argv.includes('--check')) {
-  const current = await readFile(target, 'utf8').catch(() => '');
-  if (current !== generated) {
-    console.error('src/generated/schema-types.ts is out of date with schemas/: run `npm run schemas:generate`.');
-    process.exit(1);
-  }
-  console.log('schema types are up to date');
-} else {
-  await writeFile(target, generated);
-  console.log(`wrote ${target}`);
-}
+await writeOrCheck(target, await generate(), 'npm run schemas:generate');

@@ -17,34 +17,21 @@ export function feedSql(query: FeedQuery): { sql: string; params: SqlParams } {
     project_id: query.projectId,
     limit: query.limit,
   };
-  const { domain, entity, action, deviceId, fleetId, since, until } = query.filters;
-  if (domain !== undefined) {
-    where.push('domain = {domain:String}');
-    params['domain'] = domain;
-  }
-  if (entity !== undefined) {
-    where.push('entity = {entity:String}');
-    params['entity'] = entity;
-  }
-  if (action !== undefined) {
-    where.push('action = {action:String}');
-    params['action'] = action;
-  }
-  if (deviceId !== undefined) {
-    where.push('device_id = {device_id:UUID}');
-    params['device_id'] = deviceId;
-  }
-  if (fleetId !== undefined) {
-    where.push('fleet_id = {fleet_id:UUID}');
-    params['fleet_id'] = fleetId;
-  }
-  if (since !== undefined) {
-    where.push("occurred_at >= {since:DateTime64(6, 'UTC')}");
-    params['since'] = since;
-  }
-  if (until !== undefined) {
-    where.push("occurred_at < {until:DateTime64(6, 'UTC')}");
-    params['until'] = until;
+  const f = query.filters;
+  // Each filter that is set adds its condition, with its value bound as a parameter.
+  const filters: readonly [value: string | undefined, name: string, condition: string][] = [
+    [f.domain, 'domain', 'domain = {domain:String}'],
+    [f.entity, 'entity', 'entity = {entity:String}'],
+    [f.action, 'action', 'action = {action:String}'],
+    [f.deviceId, 'device_id', 'device_id = {device_id:UUID}'],
+    [f.fleetId, 'fleet_id', 'fleet_id = {fleet_id:UUID}'],
+    [f.since, 'since', "occurred_at >= {since:DateTime64(6, 'UTC')}"],
+    [f.until, 'until', "occurred_at < {until:DateTime64(6, 'UTC')}"],
+  ];
+  for (const [value, name, condition] of filters) {
+    if (value === undefined) continue;
+    where.push(condition);
+    params[name] = value;
   }
   if (query.after !== undefined) {
     where.push(KEYSET);
