@@ -63,16 +63,3 @@ export function createApp(deps: AppDependencies): Koa<GatewayState> {
   }
   return app;
 }
-
-/** The operations surface alone (/healthz, /readyz, /metrics), for OPS_PORT. */
-export function createOpsApp(deps: Pick<AppDependencies, 'logger' | 'readiness' | 'metrics'>): Koa<GatewayState> {
-  const app = new Koa<GatewayState>();
-  app.silent = true;
-  const ops = new Router<GatewayState>();
-  registerOpsRoutes(ops, deps.readiness, deps.metrics);
-  app.use(errorHandler(deps.logger));
-  app.use(unmatchedRoutes());
-  app.use(ops.routes());
-  app.use(ops.allowedMethods());
-  return app;
-}

@@ -11,7 +11,7 @@ import { createUpdateEdgePolicy } from '../commands/update-edge-policy.js';
 import type { Config } from '../config.js';
 import { createCursorCodec } from '../feed/cursor.js';
 import { createFeedService } from '../feed/feed-service.js';
-import { createApp, createOpsApp, type ApiDependencies } from '../http/app.js';
+import { createApp, type ApiDependencies } from '../http/app.js';
 import { answerClientError } from '../http/error-response.js';
 import { createEventIngestor, type EventIngestor } from '../ingest/event-ingestor.js';
 import { createKafkaReadiness } from '../kafka/kafka-readiness.js';
@@ -133,7 +133,8 @@ export async function startRuntime(config: Config, logger: Logger, env: CommandE
     const url = http.url;
     let opsUrl: string | undefined;
     if (config.opsPort !== undefined) {
-      const ops = await startHttp(createOpsApp({ logger, readiness, metrics }), config.opsPort, config.host);
+      // The app with no API is the operations surface alone.
+      const ops = await startHttp(createApp({ logger, api: undefined, readiness, metrics, withOpsRoutes: true }), config.opsPort, config.host);
       closers.push(ops.close);
       opsUrl = ops.url;
     }

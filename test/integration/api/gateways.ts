@@ -5,7 +5,8 @@ import { startTestGateway, type TestGateway } from '../../support/test-gateway.j
 let clickhouse: Promise<ClickHouseInfra> | undefined;
 const gateways = new Map<StoreKind, Promise<TestGateway>>();
 
-function clickhouseInfra(): Promise<ClickHouseInfra> {
+/** The ClickHouse server under the clickhouse-server gateway, started on first use; tests that break it use it too. */
+export function clickhouseServer(): Promise<ClickHouseInfra> {
   clickhouse ??= pickInfra().then((kind) => startClickHouseInfra(kind));
   return clickhouse;
 }
@@ -18,15 +19,10 @@ function clickhouseInfra(): Promise<ClickHouseInfra> {
 export function gatewayOn(store: StoreKind): Promise<TestGateway> {
   let gateway = gateways.get(store);
   if (gateway === undefined) {
-    gateway = (async () => startTestGateway(storeEnvironment(store, store === 'chdb' ? undefined : (await clickhouseInfra()).url)))();
+    gateway = (async () => startTestGateway(storeEnvironment(store, store === 'chdb' ? undefined : (await clickhouseServer()).url)))();
     gateways.set(store, gateway);
   }
   return gateway;
-}
-
-/** The ClickHouse server under the clickhouse-server gateway, for tests that break it. */
-export function clickhouseServer(): Promise<ClickHouseInfra> {
-  return clickhouseInfra();
 }
 
 /** Declares a suite once per store under test (TEST_STORES), with the store's name in its title. */

@@ -7,6 +7,7 @@ import { uuid } from '../../support/factories.js';
 import type { Tenant, TestGateway } from '../../support/test-gateway.js';
 import type { Kafka } from 'kafkajs';
 import { waitFor } from '../../support/wait-for.js';
+import { topicEnds } from '../../support/kafka-topics.js';
 import { describeOnEachStore, topicReader, type TopicReader } from './kafka-suite.js';
 
 const schemas = createSchemaRegistry();
@@ -25,15 +26,7 @@ async function feedEvents(gateway: TestGateway, tenant: Tenant, query: string): 
 const asFeedShows = (event: CanonicalEvent): CanonicalEvent => ({ ...event, occurred_at: fromStoreTimestamp(toStoreTimestamp(event.occurred_at)) });
 
 /** Sum of the high watermarks of a topic's partitions. */
-async function messagesOn(kafka: Kafka, topic: string): Promise<bigint> {
-  const admin = kafka.admin();
-  await admin.connect();
-  try {
-    return (await admin.fetchTopicOffsets(topic)).reduce((sum, p) => sum + BigInt(p.high), 0n);
-  } finally {
-    await admin.disconnect();
-  }
-}
+const messagesOn = async (kafka: Kafka, topic: string): Promise<bigint> => [...(await topicEnds(kafka, topic)).values()].reduce((sum, end) => sum + end, 0n);
 
 describeOnEachStore('commands published to Kafka', function (suite) {
   this.timeout(60_000);

@@ -11,6 +11,7 @@ import { createClickHouseEventStore } from '../../../src/store/clickhouse-event-
 import type { EventStore } from '../../../src/store/event-store.js';
 import type { SqlTransport } from '../../../src/store/sql-transport.js';
 import { eventSeries } from '../../support/factories.js';
+import { committedOffsets } from '../../support/kafka-topics.js';
 import { waitFor } from '../../support/wait-for.js';
 import { describeOnEachStore } from './kafka-suite.js';
 
@@ -42,16 +43,7 @@ describeOnEachStore('ingest while the store is failing', function (suite) {
     await transport.close();
   });
 
-  async function committedOffset(): Promise<string> {
-    const admin = suite().kafka.admin();
-    await admin.connect();
-    try {
-      const [result] = await admin.fetchOffsets({ groupId, topics: [topic] });
-      return result!.partitions[0]!.offset;
-    } finally {
-      await admin.disconnect();
-    }
-  }
+  const committedOffset = async (): Promise<string> => String((await committedOffsets(suite().kafka, groupId, topic)).get(0) ?? '-1');
 
   it('retries with backoff, commits nothing until the batch is stored, then stores every event once', async () => {
     const { kafka, gateway } = suite();
