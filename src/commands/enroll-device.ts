@@ -3,7 +3,7 @@ import type { DevicePath, EnrollmentAccepted, EnrollmentCommand, EnrollmentReque
 import { commandHeaders, type CommandContext, type CommandEnvironment } from './command-context.js';
 import type { CommandPublisher, PublishRequest } from './command-publisher.js';
 import { fingerprint } from './fingerprint.js';
-import type { IdempotencyStore } from './idempotency-store.js';
+import type { IdempotencyKeyRef, IdempotencyStore } from './idempotency-store.js';
 
 export interface EnrollInput {
   readonly context: CommandContext;
@@ -51,11 +51,20 @@ export function buildEnrollment(input: EnrollInput, topic: string, env: CommandE
   };
 }
 
+const keyReused = () =>
+  new AppError('IDEMPOTENCY_KEY_REUSED', 'Idempotency-Key reused', {
+    detail: 'This Idempotency-Key was already used with a different request.',
+  });
+
 /**
  * Enrolls a device. With an Idempotency-Key, the accepted command is recorded before it
  * is published, and a retry republishes that same command (same id, same time) and
  * answers as before: a crash anywhere in between loses nothing, and the copy a retry may
  * add carries the command_id that consumers and the feed fold (docs/decisions/idempotency.md).
+ *
+ * Requests with one key that overlap in this process share one flight: one command, one
+ * answer. Across processes, each re-reads the key after recording it and publishes the
+ * first record, so gateways agree as soon as the records are visible to each other.
  */
 export function createEnrollDevice(deps: {
   publisher: CommandPublisher;
@@ -63,31 +72,45 @@ export function createEnrollDevice(deps: {
   topic: string;
   env: CommandEnvironment;
 }): EnrollDevice {
+  const inFlight = new Map<string, { readonly digest: string; readonly answer: Promise<EnrollmentAccepted> }>();
+
+  async function enrollOnce(input: EnrollInput, ref: IdempotencyKeyRef, digest: string): Promise<EnrollmentAccepted> {
+    let first = await deps.idempotency.find(ref);
+    if (first === undefined) {
+      await deps.idempotency.save(ref, { fingerprint: digest, record: JSON.stringify(buildEnrollment(input, deps.topic, deps.env)) });
+      first = await deps.idempotency.find(ref);
+      if (first === undefined) throw new Error('an idempotency record just saved is not found');
+    }
+    if (first.fingerprint !== digest) throw keyReused();
+    const accepted = JSON.parse(first.record) as AcceptedEnrollment;
+    await deps.publisher.publish(accepted.publish);
+    return accepted.response;
+  }
+
   return async (input) => {
     if (input.idempotencyKey === undefined) {
       const accepted = buildEnrollment(input, deps.topic, deps.env);
       await deps.publisher.publish(accepted.publish);
       return accepted.response;
     }
-    const ref = {
+    const ref: IdempotencyKeyRef = {
       orgId: input.context.orgId,
       scope: `enroll:${input.path.project_id}:${input.path.fleet_id}:${input.path.device_id}`,
       key: input.idempotencyKey,
     };
-    const requestDigest = fingerprint({ path: input.path, body: input.body });
-    const previous = await deps.idempotency.find(ref);
-    let accepted: AcceptedEnrollment;
-    if (previous === undefined) {
-      accepted = buildEnrollment(input, deps.topic, deps.env);
-      await deps.idempotency.save(ref, { fingerprint: requestDigest, record: JSON.stringify(accepted) });
-    } else if (previous.fingerprint !== requestDigest) {
-      throw new AppError('IDEMPOTENCY_KEY_REUSED', 'Idempotency-Key reused', {
-        detail: 'This Idempotency-Key was already used with a different request.',
-      });
-    } else {
-      accepted = JSON.parse(previous.record) as AcceptedEnrollment;
+    const digest = fingerprint({ path: input.path, body: input.body });
+    const flightKey = JSON.stringify([ref.orgId, ref.scope, ref.key]);
+    const running = inFlight.get(flightKey);
+    if (running !== undefined) {
+      if (running.digest !== digest) throw keyReused();
+      return running.answer;
     }
-    await deps.publisher.publish(accepted.publish);
-    return accepted.response;
+    const answer = enrollOnce(input, ref, digest);
+    inFlight.set(flightKey, { digest, answer });
+    try {
+      return await answer;
+    } finally {
+      inFlight.delete(flightKey);
+    }
   };
 }

@@ -4,6 +4,7 @@ import { toKafkaError } from '../kafka/kafka-errors.js';
 import type { Logger } from '../logger.js';
 import type { GatewayMetrics } from '../metrics/gateway-metrics.js';
 import { createGroupCommit, type GroupCommit } from '../store/group-commit.js';
+import { REQUEST_ID_MESSAGE_HEADER } from './command-context.js';
 import type { CommandPublisher, PublishRequest } from './command-publisher.js';
 
 export interface KafkaCommandPublisherOptions {
@@ -149,7 +150,10 @@ export function createKafkaCommandPublisher(options: KafkaCommandPublisherOption
         await Promise.race([lane.sends.write([pending]), timeout]);
       } catch (error) {
         const appError = toKafkaError(error, 'publish');
-        logger.warn({ err: error, commandId: request.command.commandId }, 'command not acknowledged');
+        logger.warn(
+          { err: error, commandId: request.command.commandId, requestId: request.command.headers[REQUEST_ID_MESSAGE_HEADER] },
+          'command not acknowledged',
+        );
         throw appError;
       } finally {
         clearTimeout(timer);

@@ -10,6 +10,7 @@ import type { ReadinessProbe } from '../readiness.js';
 import type { SchemaRegistry } from '../schemas/schema-registry.js';
 import { errorHandler, unmatchedRoutes } from './error-response.js';
 import { httpMetrics } from './http-metrics.js';
+import { requestContext } from './request-context.js';
 import { registerEdgePolicyRoute } from './routes/edge-policy-route.js';
 import { registerEnrollRoute } from './routes/enroll-route.js';
 import { registerEventsRoute } from './routes/events-route.js';
@@ -54,6 +55,7 @@ export function createApp(deps: AppDependencies): Koa<GatewayState> {
     registerEdgePolicyRoute(api, deps.api);
   }
 
+  app.use(requestContext(deps.logger));
   app.use(httpMetrics(deps.metrics));
   app.use(errorHandler(deps.logger));
   app.use(unmatchedRoutes());

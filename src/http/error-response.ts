@@ -4,6 +4,7 @@ import { AppError, isAppError, type ErrorCode } from '../errors.js';
 import type { ErrorEnvelope } from '../generated/schema-types.js';
 import type { Logger } from '../logger.js';
 import { failure } from './envelope.js';
+import type { GatewayState } from './state.js';
 
 export interface ErrorResponse {
   readonly status: number;
@@ -55,14 +56,14 @@ export function toErrorResponse(error: unknown): ErrorResponse {
   return { status: appError.status, body: failure(message, appError.detail), headers };
 }
 
-export function errorHandler(logger: Logger): Middleware {
+export function errorHandler(logger: Logger): Middleware<GatewayState> {
   return async (ctx, next) => {
     try {
       await next();
     } catch (error) {
       const response = toErrorResponse(error);
       if (response.status >= 500) {
-        logger.error({ err: error, method: ctx.method, path: ctx.path, status: response.status }, 'request failed');
+        (ctx.state.request?.log ?? logger).error({ err: error, method: ctx.method, path: ctx.path, status: response.status }, 'request failed');
       }
       ctx.status = response.status;
       ctx.set(response.headers);

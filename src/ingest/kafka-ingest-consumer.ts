@@ -1,9 +1,10 @@
 import type { Consumer, EachBatchPayload, IHeaders, Kafka, Producer } from 'kafkajs';
+import { REQUEST_ID_MESSAGE_HEADER } from '../commands/command-context.js';
 import type { Logger } from '../logger.js';
 import type { GatewayMetrics } from '../metrics/gateway-metrics.js';
 import { createGroupCommit } from '../store/group-commit.js';
 import { deadLetterMessage } from './dead-letter.js';
-import type { EventIngestor, MessageFormat, RawEventMessage } from './event-ingestor.js';
+import type { EventIngestor, MessageFormat, RawEventMessage, RejectedMessage } from './event-ingestor.js';
 
 export interface IngestConsumerOptions {
   readonly kafka: Kafka;
@@ -37,6 +38,20 @@ function stringHeaders(headers: IHeaders | undefined): Record<string, Buffer | s
     if (first !== undefined) out[name] = first;
   }
   return out;
+}
+
+/**
+ * One line per command whose event was stored, naming the request that sent it: commands
+ * are few beside telemetry, and this line is where an operator following a request id
+ * from the gateway's access log finds it stored. Telemetry batches are not logged per event.
+ */
+function logStoredCommands(logger: Logger, messages: readonly RawEventMessage[], rejected: readonly RejectedMessage[]): void {
+  const refused = new Set(rejected.map((r) => r.message));
+  for (const message of messages) {
+    if (message.format === undefined || message.format === 'canonical-event' || refused.has(message)) continue;
+    const requestId = message.headers?.[REQUEST_ID_MESSAGE_HEADER];
+    logger.info({ requestId: requestId?.toString(), ...message.source }, 'command event stored');
+  }
 }
 
 const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
@@ -76,6 +91,7 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
       const stopTimer = metrics.insertDuration.startTimer();
       const result = await options.ingestor.ingestMessages(messages);
       stopTimer();
+      logStoredCommands(logger, messages, result.rejected);
       if (result.rejected.length > 0) {
         await deadLetters.send({ topic: options.deadLetterTopic, acks: -1, messages: result.rejected.map(deadLetterMessage) });
         for (const { reason } of result.rejected) metrics.deadLettered.inc({ reason });

@@ -122,7 +122,7 @@ export async function startRuntime(config: Config, logger: Logger, env: CommandE
     if (config.role !== 'consumer') {
       const publisher =
         kafka === undefined || config.kafka === undefined
-          ? createInProcessCommandPublisher({ log: createClickHouseCommandLog(transport), ingestor })
+          ? createInProcessCommandPublisher({ log: createClickHouseCommandLog(transport), ingestor, logger })
           : kafkaCommandPublisher(kafka, config, config.kafka, metrics, logger);
       closers.push(() => publisher.close());
       api = apiDependencies(config, logger, env, { transport, store, publisher, schemas });

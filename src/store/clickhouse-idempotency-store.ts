@@ -8,7 +8,7 @@ export function createClickHouseIdempotencyStore(transport: SqlTransport): Idemp
         `SELECT fingerprint, record FROM idempotency_keys
          WHERE org_id = {org_id:UUID} AND scope = {scope:String} AND key = {key:String}
            AND created_at > now64(3) - INTERVAL 1 DAY
-         ORDER BY created_at ASC
+         ORDER BY created_at ASC, record ASC
          LIMIT 1`,
         { org_id: ref.orgId, scope: ref.scope, key: ref.key },
       );

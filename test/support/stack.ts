@@ -36,6 +36,10 @@ export interface Stack {
   readonly consumerGroup: string;
   /** The HS256 secret the stack generated and the gateways verify tokens with; valid once start() resolved. */
   readonly secret: string;
+  /** The JSON lines a node process has logged so far (its log file also holds lines that are not JSON, which are skipped). */
+  logLines(node: StackNode): LogLine[];
+  /** A node's whole log file as it is now. */
+  logText(node: StackNode): string;
   /** Runs stack-start.sh; resolves once every process answers /readyz. */
   start(): Promise<void>;
   /** SIGKILLs the consumer process, as a crash would; resolves once it is gone. */
@@ -44,6 +48,24 @@ export interface Stack {
   restartConsumer(): Promise<void>;
   /** Waits for a start still under way, stops every process and removes the stack's directory. */
   stop(): Promise<void>;
+}
+
+export type StackNode = 'gateway-1' | 'gateway-2' | 'consumer';
+
+/** One pino line: its message and the fields beside it. */
+export type LogLine = Readonly<Record<string, unknown>> & { readonly msg?: string };
+
+function parseLogLines(text: string): LogLine[] {
+  const lines: LogLine[] = [];
+  for (const line of text.split('\n')) {
+    if (!line.startsWith('{')) continue;
+    try {
+      lines.push(JSON.parse(line) as LogLine);
+    } catch {
+      // A line cut short by a kill; the next start writes on.
+    }
+  }
+  return lines;
 }
 
 interface StackPorts {
@@ -128,6 +150,7 @@ export async function createStack(): Promise<Stack> {
   const env = stackEnvironment(dir, ports);
   let starting: Promise<void> | undefined;
   let secret: string | undefined;
+  const logText = (node: StackNode) => readFileSync(join(dir, 'logs', `${node}.log`), 'utf8');
 
   return {
     dir,
@@ -140,6 +163,8 @@ export async function createStack(): Promise<Stack> {
       if (secret === undefined) throw new Error('the stack has not started');
       return secret;
     },
+    logText: (node) => logText(node),
+    logLines: (node) => parseLogLines(logText(node)),
     async start() {
       starting = runScript('stack-start.sh', {}, env);
       await starting;

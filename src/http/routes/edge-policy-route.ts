@@ -2,11 +2,11 @@ import type Router from '@koa/router';
 import type { TokenVerifier } from '../../auth/token-verifier.js';
 import type { UpdateEdgePolicy } from '../../commands/update-edge-policy.js';
 import { allValid, type SchemaRegistry } from '../../schemas/schema-registry.js';
-import { authenticate, authOf } from '../authenticate.js';
+import { authenticate } from '../authenticate.js';
 import { success } from '../envelope.js';
 import { jsonBody } from '../json-body.js';
+import { commandContextOf } from '../request-context.js';
 import type { GatewayState } from '../state.js';
-import { parseTraceparent } from '../../trace-context.js';
 
 export function registerEdgePolicyRoute(
   router: Router<GatewayState>,
@@ -17,7 +17,6 @@ export function registerEdgePolicyRoute(
     authenticate(deps.verifier, 'edge-policy:write'),
     jsonBody(),
     async (ctx) => {
-      const { principal, orgId } = authOf(ctx.state);
       const [path, , patch] = allValid(
         deps.schemas.check('fleet-path.schema.json', { ...ctx.params }, 'path'),
         deps.schemas.check('no-query.schema.json', { ...ctx.query }, 'query'),
@@ -26,10 +25,11 @@ export function registerEdgePolicyRoute(
           : deps.schemas.check('edge-policy-patch.schema.json', ctx.request.body, 'body'),
       );
       const accepted = await deps.updateEdgePolicy({
-        context: { orgId, requestedBy: principal.subject, trace: parseTraceparent(ctx.headers.traceparent) },
+        context: commandContextOf(ctx.state),
         path: { project_id: path.project_id.toLowerCase(), fleet_id: path.fleet_id.toLowerCase() },
         patch,
       });
+      ctx.state.commandId = accepted.command_id;
       ctx.body = success(accepted);
     },
   );

@@ -2,11 +2,11 @@ import type Router from '@koa/router';
 import type { TokenVerifier } from '../../auth/token-verifier.js';
 import type { EnrollDevice } from '../../commands/enroll-device.js';
 import { allValid, validationError, type SchemaRegistry } from '../../schemas/schema-registry.js';
-import { authenticate, authOf } from '../authenticate.js';
+import { authenticate } from '../authenticate.js';
 import { success } from '../envelope.js';
 import { jsonBody } from '../json-body.js';
+import { commandContextOf } from '../request-context.js';
 import type { GatewayState } from '../state.js';
-import { parseTraceparent } from '../../trace-context.js';
 
 // Printable ASCII, as the IETF Idempotency-Key draft suggests; long enough for a UUID or a hash.
 const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
@@ -28,7 +28,6 @@ export function registerEnrollRoute(
     authenticate(deps.verifier, 'devices:enroll'),
     jsonBody(),
     async (ctx) => {
-      const { principal, orgId } = authOf(ctx.state);
       const [path, , body] = allValid(
         deps.schemas.check('device-path.schema.json', { ...ctx.params }, 'path'),
         deps.schemas.check('no-query.schema.json', { ...ctx.query }, 'query'),
@@ -36,7 +35,7 @@ export function registerEnrollRoute(
         deps.schemas.check('enrollment-request.schema.json', ctx.request.body === undefined ? {} : ctx.request.body, 'body'),
       );
       const accepted = await deps.enroll({
-        context: { orgId, requestedBy: principal.subject, trace: parseTraceparent(ctx.headers.traceparent) },
+        context: commandContextOf(ctx.state),
         path: {
           project_id: path.project_id.toLowerCase(),
           fleet_id: path.fleet_id.toLowerCase(),
@@ -45,6 +44,7 @@ export function registerEnrollRoute(
         body,
         idempotencyKey: idempotencyKey(ctx.headers['idempotency-key']),
       });
+      ctx.state.commandId = accepted.enrollment_id;
       ctx.status = 202;
       ctx.body = success(accepted);
     },

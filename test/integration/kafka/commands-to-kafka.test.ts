@@ -58,6 +58,7 @@ describeOnEachStore('commands published to Kafka', function (suite) {
       schema: 'enrollment-command.schema.json',
       'schema-version': '1',
       'idempotency-key': 'enroll-1',
+      'request-id': res.headers.get('x-request-id'),
       traceparent: TRACEPARENT,
     });
     const value = JSON.parse(command!.value!) as GatewayCommand;
@@ -115,5 +116,26 @@ describeOnEachStore('commands published to Kafka', function (suite) {
     const commands = await reader.waitFor('five commands of one device', (m) => m.topic === topics.enrollments && m.key === deviceId, 5);
     expect(new Set(commands.map((c) => c.partition)).size).to.equal(1);
     expect(commands.map((c) => (JSON.parse(c.value!) as { command_id: string }).command_id)).to.deep.equal(ids);
+  });
+
+  it('puts one command on the topic for requests with one Idempotency-Key that arrive at the same moment', async () => {
+    const { gateway, topics } = suite();
+    const tenant = gateway.tenant();
+    const headers = await tenant.headers();
+    const deviceId = uuid();
+    const path = `/projects/${tenant.projectId}/fleets/${uuid()}/devices/${deviceId}/enroll`;
+    const answers = await Promise.all(
+      Array.from({ length: 8 }, () =>
+        gateway.call<{ data: EnrollmentAccepted }>('POST', path, { headers: { ...headers, 'idempotency-key': 'same-moment' }, body: { display_name: 'Pump' } }),
+      ),
+    );
+    expect(answers.map((a) => a.status)).to.deep.equal(Array(8).fill(202));
+    expect(new Set(answers.map((a) => a.body.data.enrollment_id)).size).to.equal(1);
+
+    // One device's commands share a partition in order: once a later command is read, every earlier one has been.
+    const later = await gateway.call<{ data: EnrollmentAccepted }>('POST', path, { headers, body: { display_name: 'Later' } });
+    await reader.waitFor('the later command', (m) => m.topic === topics.enrollments && m.value?.includes(later.body.data.enrollment_id) === true);
+    const keyed = reader.messages.filter((m) => m.topic === topics.enrollments && m.key === deviceId && m.headers['idempotency-key'] === 'same-moment');
+    expect(keyed).to.have.length(1);
   });
 });

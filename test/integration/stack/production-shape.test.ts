@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { randomBytes } from 'node:crypto';
 import { Kafka, logLevel } from 'kafkajs';
 import type { EnrollmentCommand } from '../../../src/generated/schema-types.js';
 import { uuid } from '../../support/factories.js';
@@ -51,15 +52,46 @@ describe('the production shape: two gateways, a consumer, a broker and ClickHous
     expect(event.payload).to.deep.include({ enrollment_id: enrollmentId, display_name: 'Pump 7' });
   });
 
+  it('follows one enrollment by its request id from the gateway\'s access line to the consumer\'s insert, with no token or payload in any log', async () => {
+    const { stack } = running();
+    const tenant = await newTenant(stack.secret);
+    const requestId = `follow-${uuid()}`;
+    const traceId = randomBytes(16).toString('hex');
+    const displayName = `Pump ${uuid()}`;
+
+    const answer = await enroll(stack.gatewayUrls[0], tenant, {
+      body: { display_name: displayName },
+      headers: { 'x-request-id': requestId, traceparent: `00-${traceId}-${randomBytes(8).toString('hex')}-01` },
+    });
+    expect(answer.status, answer.text).to.equal(202);
+    expect(answer.headers.get('x-request-id')).to.equal(requestId);
+    const enrollmentId = answer.body.data.enrollment_id;
+
+    const stored = await waitFor('the consumer\'s line for the request', async () =>
+      stack.logLines('consumer').find((line) => line.requestId === requestId && line.msg === 'command event stored'),
+    );
+    expect(stored).to.include({ topic: stack.topics.enrollments });
+    const access = stack.logLines('gateway-1').filter((line) => line.requestId === requestId);
+    expect(access.map((line) => line.msg)).to.include('request');
+    expect(access.find((line) => line.msg === 'request')).to.include({ status: 202, commandId: enrollmentId, traceId, orgId: tenant.orgId });
+
+    const token = tenant.headers.authorization!.replace('Bearer ', '');
+    for (const node of ['gateway-1', 'gateway-2', 'consumer'] as const) {
+      const text = stack.logText(node);
+      expect(text, `${node}'s log`).not.to.include(token);
+      expect(text, `${node}'s log`).not.to.include(displayName);
+    }
+  });
+
   it('answers an Idempotency-Key retry on gateway B as gateway A answered, and the feed shows the enrollment once', async () => {
     const { stack, kafka } = running();
     const [gatewayA, gatewayB] = stack.gatewayUrls;
     const tenant = await newTenant(stack.secret);
     const key = uuid();
 
-    const first = await enroll(gatewayA, tenant, key);
+    const first = await enroll(gatewayA, tenant, { idempotencyKey: key });
     expect(first.status, first.text).to.equal(202);
-    const retry = await enroll(gatewayB, tenant, key);
+    const retry = await enroll(gatewayB, tenant, { idempotencyKey: key });
     expect(retry.status, retry.text).to.equal(202);
     expect(retry.body.data.enrollment_id).to.equal(first.body.data.enrollment_id);
     expect(retry.body.data.queued_at).to.equal(first.body.data.queued_at);

@@ -25,11 +25,18 @@ export interface EnrollmentAnswer {
   readonly meta: null;
 }
 
-export function enroll(baseUrl: string, tenant: Tenant, idempotencyKey?: string): Promise<HttpResponse<EnrollmentAnswer>> {
+export interface EnrollOptions {
+  readonly idempotencyKey?: string;
+  readonly headers?: Readonly<Record<string, string>>;
+  readonly body?: Readonly<Record<string, unknown>>;
+}
+
+export function enroll(baseUrl: string, tenant: Tenant, options: EnrollOptions = {}): Promise<HttpResponse<EnrollmentAnswer>> {
   const { projectId, fleetId, deviceId } = tenant;
+  const { idempotencyKey } = options;
   return request<EnrollmentAnswer>('POST', `${baseUrl}${API_PREFIX}/projects/${projectId}/fleets/${fleetId}/devices/${deviceId}/enroll`, {
-    headers: { ...tenant.headers, ...(idempotencyKey === undefined ? {} : { 'idempotency-key': idempotencyKey }) },
-    body: { display_name: 'Pump 7' },
+    headers: { ...tenant.headers, ...(idempotencyKey === undefined ? {} : { 'idempotency-key': idempotencyKey }), ...options.headers },
+    body: options.body ?? { display_name: 'Pump 7' },
   });
 }
 

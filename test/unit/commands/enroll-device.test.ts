@@ -8,10 +8,28 @@ import { uuid } from '../../support/factories.js';
 
 const schemas = createSchemaRegistry();
 
-/** In-memory stand-ins for our own ports; Kafka and ClickHouse are exercised in test/integration. */
-function fakes(options: { failPublishes?: number } = {}) {
-  const published: PublishRequest[] = [];
+/** An in-memory idempotency store: the first entry saved for a key is the one found, as in ClickHouse. */
+function memoryIdempotency(): IdempotencyStore & { readonly saves: number } {
   const entries = new Map<string, IdempotencyEntry>();
+  let saves = 0;
+  return {
+    get saves() {
+      return saves;
+    },
+    async find(ref) {
+      return entries.get(`${ref.orgId}|${ref.scope}|${ref.key}`);
+    },
+    async save(ref, entry) {
+      saves += 1;
+      const key = `${ref.orgId}|${ref.scope}|${ref.key}`;
+      if (!entries.has(key)) entries.set(key, entry);
+    },
+  };
+}
+
+/** In-memory stand-ins for our own ports; Kafka and ClickHouse are exercised in test/integration. */
+function fakes(options: { failPublishes?: number; idempotency?: IdempotencyStore } = {}) {
+  const published: PublishRequest[] = [];
   let failures = options.failPublishes ?? 0;
   const publisher: CommandPublisher = {
     async publish(request) {
@@ -23,14 +41,7 @@ function fakes(options: { failPublishes?: number } = {}) {
     },
     async close() {},
   };
-  const idempotency: IdempotencyStore = {
-    async find(ref) {
-      return entries.get(`${ref.orgId}|${ref.scope}|${ref.key}`);
-    },
-    async save(ref, entry) {
-      entries.set(`${ref.orgId}|${ref.scope}|${ref.key}`, entry);
-    },
-  };
+  const idempotency = options.idempotency ?? memoryIdempotency();
   let clock = Date.parse('2026-06-01T12:00:00Z');
   const env = { now: () => new Date((clock += 1000)), newId: uuid };
   return { published, enroll: createEnrollDevice({ publisher, idempotency, topic: 'enroll.topic', env }) };
@@ -38,7 +49,7 @@ function fakes(options: { failPublishes?: number } = {}) {
 
 function input(overrides: Partial<EnrollInput> = {}): EnrollInput {
   return {
-    context: { orgId: uuid(), requestedBy: 'alice', trace: undefined },
+    context: { orgId: uuid(), requestedBy: 'alice', trace: undefined, requestId: 'req-1' },
     path: { project_id: uuid(), fleet_id: uuid(), device_id: uuid() },
     body: { display_name: 'Pump' },
     idempotencyKey: undefined,
@@ -60,6 +71,7 @@ describe('enroll device', () => {
       schema: 'enrollment-command.schema.json',
       'schema-version': '1',
       'idempotency-key': 'k1',
+      'request-id': 'req-1',
     });
     expect(schemas.check('enrollment-command.schema.json', command.value).ok).to.equal(true);
     expect(command.value).to.deep.include({ org_id: req.context.orgId, requested_by: 'alice', idempotency_key: 'k1', requested_at: accepted.queued_at });
@@ -67,7 +79,7 @@ describe('enroll device', () => {
 
   it('carries the request trace in the command traceparent header', async () => {
     const { published, enroll } = fakes();
-    await enroll(input({ context: { orgId: uuid(), requestedBy: 'alice', trace: { traceId: '4bf92f3577b34da6a3ce929d0e0e4736', spanId: '00f067aa0ba902b7' } } }));
+    await enroll(input({ context: { orgId: uuid(), requestedBy: 'alice', trace: { traceId: '4bf92f3577b34da6a3ce929d0e0e4736', spanId: '00f067aa0ba902b7' }, requestId: 'req-1' } }));
     expect(published[0]!.command.headers['traceparent']).to.equal('00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01');
   });
 
@@ -106,5 +118,51 @@ describe('enroll device', () => {
     const { enroll } = fakes();
     const req = input();
     expect((await enroll(req)).enrollment_id).to.not.equal((await enroll(req)).enrollment_id);
+  });
+
+  it('gives requests with one key that overlap in the process one command and one answer', async () => {
+    const idempotency = memoryIdempotency();
+    const { published, enroll } = fakes({ idempotency });
+    const req = input({ idempotencyKey: 'same-moment' });
+    const answers = await Promise.all(Array.from({ length: 8 }, () => enroll(req)));
+    expect(new Set(answers.map((a) => a.enrollment_id)).size).to.equal(1);
+    expect(published).to.have.length(1);
+    expect(idempotency.saves).to.equal(1);
+  });
+
+  it('refuses an overlapping request that reuses the key for a different body', async () => {
+    const { published, enroll } = fakes();
+    const req = input({ idempotencyKey: 'k' });
+    const [first, second] = await Promise.allSettled([enroll(req), enroll({ ...req, body: { display_name: 'Other' } })]);
+    expect(first.status).to.equal('fulfilled');
+    expect(second.status === 'rejected' && (second.reason as AppError).code).to.equal('IDEMPOTENCY_KEY_REUSED');
+    expect(published).to.have.length(1);
+  });
+
+  it('lets two gateways that both missed the key publish the first record, not one each', async () => {
+    // Both finds miss before either save lands, as when two processes race on one key.
+    const shared = memoryIdempotency();
+    let misses = 0;
+    let releaseMisses!: () => void;
+    const bothMissed = new Promise<void>((resolve) => (releaseMisses = resolve));
+    const racing: IdempotencyStore = {
+      async find(ref) {
+        if (misses < 2) {
+          misses += 1;
+          if (misses === 2) releaseMisses();
+          await bothMissed;
+          return undefined;
+        }
+        return shared.find(ref);
+      },
+      save: (ref, entry) => shared.save(ref, entry),
+    };
+    const gatewayA = fakes({ idempotency: racing });
+    const gatewayB = fakes({ idempotency: racing });
+    const req = input({ idempotencyKey: 'across' });
+    const [a, b] = await Promise.all([gatewayA.enroll(req), gatewayB.enroll(req)]);
+    expect(a).to.deep.equal(b);
+    expect(shared.saves).to.equal(2);
+    expect(gatewayA.published[0]).to.deep.equal(gatewayB.published[0]);
   });
 });

@@ -1,0 +1,66 @@
+import { randomUUID } from 'node:crypto';
+import type { Middleware } from 'koa';
+import type { CommandContext } from '../commands/command-context.js';
+import type { Logger } from '../logger.js';
+import { parseTraceparent } from '../trace-context.js';
+import { authOf } from './authenticate.js';
+import type { GatewayState, RequestContext } from './state.js';
+
+export const REQUEST_ID_HEADER = 'X-Request-Id';
+
+// Ids from a proxy or a client are kept when they are short and printable, so that one id
+// runs through their logs and ours; anything else could forge or flood log lines.
+const CALLER_REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
+
+export function requestIdFrom(header: string | string[] | undefined): string {
+  return typeof header === 'string' && CALLER_REQUEST_ID.test(header) ? header : randomUUID();
+}
+
+// Probes and scrapes arrive every few seconds; at info they would drown the requests.
+const QUIET_PATHS = new Set(['/healthz', '/readyz', '/metrics']);
+
+/**
+ * Gives every request an id (the caller's X-Request-Id, or a new one), returns it, and
+ * hands the routes a logger that puts it, and the W3C trace id when there is one, on every
+ * line. One access line per request closes it. The same id travels in a command's
+ * `request-id` header to the consumer that stores its event, so one grep follows it.
+ */
+export function requestContext(logger: Logger): Middleware<GatewayState> {
+  return async (ctx, next) => {
+    const started = process.hrtime.bigint();
+    const requestId = requestIdFrom(ctx.headers['x-request-id']);
+    const trace = parseTraceparent(ctx.headers.traceparent);
+    const log = logger.child({ requestId, ...(trace === undefined ? {} : { traceId: trace.traceId }) });
+    ctx.state.request = { requestId, trace, log };
+    ctx.set(REQUEST_ID_HEADER, requestId);
+    try {
+      await next();
+    } finally {
+      const route = (ctx as { _matchedRoute?: string | RegExp })._matchedRoute;
+      const line = {
+        method: ctx.method,
+        path: ctx.path,
+        route: typeof route === 'string' ? route : undefined,
+        status: ctx.status,
+        durationMs: Number(process.hrtime.bigint() - started) / 1e6,
+        ...(ctx.state.auth === undefined ? {} : { orgId: ctx.state.auth.orgId, subject: ctx.state.auth.principal.subject }),
+        ...(ctx.state.commandId === undefined ? {} : { commandId: ctx.state.commandId }),
+      };
+      if (QUIET_PATHS.has(ctx.path)) log.debug(line, 'request');
+      else log.info(line, 'request');
+    }
+  };
+}
+
+/** The request's id, trace and logger, for anything behind requestContext(). */
+export function requestOf(state: GatewayState): RequestContext {
+  if (state.request === undefined) throw new Error('request is not behind requestContext()');
+  return state.request;
+}
+
+/** What a command handler is told about the request that asked for it. */
+export function commandContextOf(state: GatewayState): CommandContext {
+  const { principal, orgId } = authOf(state);
+  const { requestId, trace } = requestOf(state);
+  return { orgId, requestedBy: principal.subject, trace, requestId };
+}
