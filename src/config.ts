@@ -71,6 +71,8 @@ export interface Config {
   readonly cursorSecret: string | undefined;
   /** Upper bound on the wait for Kafka to acknowledge a command before answering 503. */
   readonly commandTimeoutMs: number;
+  /** On SIGTERM, how long requests in flight and open connections get before they are cut (SHUTDOWN_GRACE_MS). */
+  readonly shutdownGraceMs: number;
   readonly ingest: { readonly batchSize: number; readonly batchWaitMs: number };
 }
 
@@ -252,6 +254,7 @@ export function loadConfig(env: Env): Config {
     audience: optional(env, 'AUTH_AUDIENCE'),
     cursorSecret: optional(env, 'CURSOR_SECRET'),
     commandTimeoutMs: integer(env, 'COMMAND_TIMEOUT_MS', 5000, 100, 120_000),
+    shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
     ingest: {
       batchSize: integer(env, 'INGEST_BATCH_SIZE', 5000, 1, 1_000_000),
       batchWaitMs: integer(env, 'INGEST_BATCH_WAIT_MS', 200, 0, 60_000),

@@ -2,6 +2,9 @@ import { ConfigError, loadConfig } from './config.js';
 import { createLogger } from './logger.js';
 import { startRuntime } from './runtime/gateway-runtime.js';
 
+// After the HTTP drain: the producer's last acknowledgements, the consumer's last batch and commit, the store.
+const SHUTDOWN_FLUSH_BOUND_MS = 30_000;
+
 /** Process entry: configuration once, then the runtime; SIGINT/SIGTERM shut it down gracefully. */
 async function main(): Promise<void> {
   let config;
@@ -20,9 +23,19 @@ async function main(): Promise<void> {
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
-    logger.info({ signal }, 'shutting down');
+    const started = Date.now();
+    logger.info({ signal, graceMs: config.shutdownGraceMs }, 'shutting down');
+    // Each step of close() is bounded; this bounds their sum, should one of them hang anyway.
+    const deadline = setTimeout(() => {
+      logger.error({ afterMs: Date.now() - started }, 'shutdown did not finish in time; exiting');
+      process.exit(1);
+    }, config.shutdownGraceMs + SHUTDOWN_FLUSH_BOUND_MS);
+    deadline.unref();
     runtime.close().then(
-      () => process.exit(0),
+      () => {
+        logger.info({ signal, durationMs: Date.now() - started }, 'stopped');
+        process.exit(0);
+      },
       (error: unknown) => {
         logger.error({ err: error }, 'shutdown failed');
         process.exit(1);

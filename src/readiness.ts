@@ -3,3 +3,8 @@ export interface ReadinessProbe {
   readonly name: string;
   check(): Promise<void>;
 }
+
+/** A probe's own reason for not being ready, safe to show; any other failure reads "not reachable". */
+export class NotReady extends Error {
+  override readonly name = 'NotReady';
+}

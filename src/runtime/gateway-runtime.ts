@@ -1,6 +1,4 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
-import type { AddressInfo } from 'node:net';
 import type { Kafka } from 'kafkajs';
 import { resolve } from 'node:path';
 import type { CommandEnvironment } from '../commands/command-context.js';
@@ -12,12 +10,11 @@ import type { Config } from '../config.js';
 import { createCursorCodec } from '../feed/cursor.js';
 import { createFeedService } from '../feed/feed-service.js';
 import { createApp, type ApiDependencies } from '../http/app.js';
-import { answerClientError } from '../http/error-response.js';
 import { createEventIngestor, type EventIngestor } from '../ingest/event-ingestor.js';
 import { createKafkaReadiness } from '../kafka/kafka-readiness.js';
 import type { Logger } from '../logger.js';
 import { createGatewayMetrics } from '../metrics/gateway-metrics.js';
-import type { ReadinessProbe } from '../readiness.js';
+import { NotReady, type ReadinessProbe } from '../readiness.js';
 import { createSchemaRegistry, type SchemaRegistry } from '../schemas/schema-registry.js';
 import { createClickHouseCommandLog } from '../store/clickhouse-command-log.js';
 import { createClickHouseEventStore } from '../store/clickhouse-event-store.js';
@@ -25,6 +22,7 @@ import { createClickHouseIdempotencyStore } from '../store/clickhouse-idempotenc
 import type { EventStore } from '../store/event-store.js';
 import type { SqlTransport } from '../store/sql-transport.js';
 import { createVerifier } from './auth-runtime.js';
+import { startHttpServer, type HttpServer } from './http-server.js';
 import { kafkaCommandPublisher, openKafka, startIngestConsumer } from './kafka-runtime.js';
 import { loadOrCreateSecret } from './secrets.js';
 import { openStore } from './store-runtime.js';
@@ -51,16 +49,6 @@ function cursorKey(config: Config, logger: Logger): Buffer {
   return randomBytes(32);
 }
 
-function listen(server: Server, port: number, host: string): Promise<AddressInfo> {
-  return new Promise((done, fail) => {
-    server.once('error', fail);
-    server.listen(port, host, () => {
-      server.off('error', fail);
-      done(server.address() as AddressInfo);
-    });
-  });
-}
-
 function apiDependencies(
   config: Config,
   logger: Logger,
@@ -81,15 +69,6 @@ function apiDependencies(
   };
 }
 
-async function startHttp(app: ReturnType<typeof createApp>, port: number, host: string): Promise<{ url: string; close: () => Promise<void> }> {
-  const server = createServer(app.callback());
-  server.on('clientError', answerClientError);
-  const address = await listen(server, port, host);
-  const bound = address.family === 'IPv6' ? `[${address.address}]` : address.address;
-  const url = `http://${bound === '0.0.0.0' || bound === '[::]' ? '127.0.0.1' : bound}:${address.port}`;
-  return { url, close: () => new Promise<void>((done) => server.close(() => done())) };
-}
-
 /**
  * Composition root. ROLE=all runs gateway and ingestion together: on the in-process bus
  * without KAFKA_BROKERS, through Kafka with it. ROLE=gateway and ROLE=consumer run one
@@ -106,6 +85,7 @@ export async function startRuntime(config: Config, logger: Logger, env: CommandE
     const store = createClickHouseEventStore(transport);
     const ingestor = createEventIngestor({ store, schemas });
     const metrics = createGatewayMetrics();
+    let closing = false;
     const readiness: ReadinessProbe[] = [{ name: 'store', check: () => transport.command('SELECT 1') }];
     let kafka: Kafka | undefined;
     if (config.kafka !== undefined) {
@@ -118,6 +98,13 @@ export async function startRuntime(config: Config, logger: Logger, env: CommandE
         closers.push(() => consumer.stop());
       }
     }
+    // Fails from the start of a shutdown, so a load balancer stops routing here while requests in flight finish.
+    readiness.push({
+      name: 'process',
+      check: async () => {
+        if (closing) throw new NotReady('shutting down');
+      },
+    });
     let api: ApiDependencies | undefined;
     if (config.role !== 'consumer') {
       const publisher =
@@ -128,16 +115,21 @@ export async function startRuntime(config: Config, logger: Logger, env: CommandE
       api = apiDependencies(config, logger, env, { transport, store, publisher, schemas });
     }
     const separateOps = config.opsPort !== undefined;
-    const http = await startHttp(createApp({ logger, api, readiness, metrics, withOpsRoutes: !separateOps }), config.port, config.host);
-    closers.push(http.close);
-    const url = http.url;
-    let opsUrl: string | undefined;
+    let ops: HttpServer | undefined;
     if (config.opsPort !== undefined) {
-      // The app with no API is the operations surface alone.
-      const ops = await startHttp(createApp({ logger, api: undefined, readiness, metrics, withOpsRoutes: true }), config.opsPort, config.host);
-      closers.push(ops.close);
-      opsUrl = ops.url;
+      // The app with no API is the operations surface alone; it closes last, so probes see the shutdown.
+      ops = await startHttpServer(createApp({ logger, api: undefined, readiness, metrics, withOpsRoutes: true }), config.opsPort, config.host);
+      const opsServer = ops;
+      closers.push(() => opsServer.close(0));
     }
+    const http = await startHttpServer(createApp({ logger, api, readiness, metrics, withOpsRoutes: !separateOps }), config.port, config.host);
+    // Requests in flight finish before the publisher behind them is flushed and closed.
+    closers.push(() => http.close(config.shutdownGraceMs));
+    closers.push(async () => {
+      closing = true;
+    });
+    const url = http.url;
+    const opsUrl = ops?.url;
     logger.info(
       { url, role: config.role, store: transport.kind, bus: config.kafka === undefined ? 'in-process' : 'kafka' },
       'core-gateway started',

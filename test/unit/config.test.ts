@@ -71,6 +71,7 @@ describe('loadConfig', () => {
     [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
     [{ CURSOR_SECRET: 'short' }, 'CURSOR_SECRET'],
     [{ COMMAND_TIMEOUT_MS: '5' }, 'COMMAND_TIMEOUT_MS'],
+    [{ SHUTDOWN_GRACE_MS: 'soon' }, 'SHUTDOWN_GRACE_MS'],
     [{ PORT: '9000', OPS_PORT: '9000' }, 'OPS_PORT'],
     [{ OPS_PORT: 'ops' }, 'OPS_PORT'],
     [{ CLICKHOUSE_URL: 'http://ch', AUTH_JWT_SECRET: SECRET, CLICKHOUSE_REQUEST_TIMEOUT_MS: '10s' }, 'CLICKHOUSE_REQUEST_TIMEOUT_MS'],

@@ -2,7 +2,7 @@ import type Router from '@koa/router';
 import { AppError } from '../../errors.js';
 import { success } from '../envelope.js';
 import type { GatewayMetrics } from '../../metrics/gateway-metrics.js';
-import type { ReadinessProbe } from '../../readiness.js';
+import { NotReady, type ReadinessProbe } from '../../readiness.js';
 import type { GatewayState } from '../state.js';
 
 // A dependency that has not answered by then counts as down: a load balancer's probe must not hang.
@@ -12,7 +12,13 @@ async function failureOf(probe: ReadinessProbe): Promise<string | undefined> {
   let timer: NodeJS.Timeout | undefined;
   const deadline = new Promise<string>((done) => (timer = setTimeout(() => done(`${probe.name} did not answer within ${PROBE_DEADLINE_MS} ms`), PROBE_DEADLINE_MS)));
   try {
-    return await Promise.race([probe.check().then(() => undefined, () => `${probe.name} is not reachable`), deadline]);
+    return await Promise.race([
+      probe.check().then(
+        () => undefined,
+        (error: unknown) => (error instanceof NotReady ? `${probe.name}: ${error.message}` : `${probe.name} is not reachable`),
+      ),
+      deadline,
+    ]);
   } finally {
     clearTimeout(timer);
   }

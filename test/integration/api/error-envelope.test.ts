@@ -65,8 +65,8 @@ describeOnEachStore('health endpoints', (gateway) => {
     }
   });
 
-  it('names what /readyz checked: the store, and no Kafka on the in-process bus', async () => {
+  it('names what /readyz checked: the store and the process itself, and no Kafka on the in-process bus', async () => {
     const res = await fetch(new URL('/readyz', gw.baseUrl));
-    expect(await res.json()).to.deep.equal({ ok: 1, data: { status: 'ready', checks: { store: 'ok' } }, meta: null });
+    expect(await res.json()).to.deep.equal({ ok: 1, data: { status: 'ready', checks: { store: 'ok', process: 'ok' } }, meta: null });
   });
 });
