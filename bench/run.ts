@@ -1,0 +1,72 @@
+/**
+ * The benchmark suite (never part of npm test): every figure beside a baseline measured
+ * in the same run, load from autocannon in a process of its own, every server a process
+ * of its own. Prints one table, writes bench/results/<time>.json and, when every default
+ * scenario ran, the table in BENCHMARKS.md.
+ *   npm run bench
+ *   BENCH_SCENARIOS=commands,feed BENCH_SECONDS=5 npm run bench
+ */
+import { execFileSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { startInfra } from '../test/support/infra.js';
+import { repoRoot } from '../test/support/processes.js';
+import { measureCeiling } from './scenarios/ceiling.js';
+import { measureCommands } from './scenarios/commands.js';
+import { measureEmbedded } from './scenarios/embedded.js';
+import { measureFeed } from './scenarios/feed.js';
+import { measureIngest } from './scenarios/ingest.js';
+import { measureMemory } from './scenarios/memory.js';
+import { newSecret, type BenchContext } from './support/context.js';
+import { markdownTable, record, type Row } from './support/results.js';
+
+const DEFAULT_SCENARIOS = ['commands', 'ingest', 'feed', 'embedded', 'memory'];
+const env = process.env;
+const number = (name: string, fallback: number) => Number(env[name] ?? fallback);
+
+const settings = {
+  BENCH_SECONDS: number('BENCH_SECONDS', 10),
+  BENCH_INGEST_EVENTS: number('BENCH_INGEST_EVENTS', 1_000_000),
+  BENCH_FEED_SIZES: env['BENCH_FEED_SIZES'] ?? '1000000,10000000',
+  BENCH_EMBEDDED_EVENTS: number('BENCH_EMBEDDED_EVENTS', 100_000),
+  BENCH_SOAK_SECONDS: number('BENCH_SOAK_SECONDS', 600),
+  INGEST_BATCH_SIZE: number('INGEST_BATCH_SIZE', 5000),
+};
+const scenarios = (env['BENCH_SCENARIOS'] ?? DEFAULT_SCENARIOS.join(',')).split(',').map((s) => s.trim());
+for (const s of scenarios) if (!DEFAULT_SCENARIOS.includes(s)) throw new Error(`BENCH_SCENARIOS: unknown scenario "${s}"; known: ${DEFAULT_SCENARIOS.join(', ')}`);
+
+console.error('bench: building dist (the processes run what npm start runs)');
+execFileSync('npm', ['run', '--silent', 'build'], { cwd: repoRoot, stdio: 'inherit' });
+const infra = await startInfra('local', { withClickHouse: true });
+const rows: Row[] = [];
+try {
+  if (infra.clickhouse === undefined) throw new Error('the benchmark needs the local ClickHouse server');
+  console.error('bench: bare Koa, the ceiling');
+  const ceiling = await measureCeiling(settings.BENCH_SECONDS);
+  rows.push(...ceiling.rows);
+  const ctx: BenchContext = {
+    seconds: settings.BENCH_SECONDS,
+    brokers: infra.brokers,
+    clickhouseUrl: infra.clickhouse.url,
+    run: randomBytes(3).toString('hex'),
+    secret: newSecret(),
+    ceiling: ceiling.ceiling,
+  };
+  const steps: Record<string, () => Promise<Row[]>> = {
+    commands: () => measureCommands(ctx),
+    ingest: () => measureIngest(ctx, settings.BENCH_INGEST_EVENTS, settings.INGEST_BATCH_SIZE),
+    feed: () => measureFeed(ctx, settings.BENCH_FEED_SIZES.split(',').map(Number)),
+    embedded: () => measureEmbedded(ctx, settings.BENCH_EMBEDDED_EVENTS),
+    memory: () => measureMemory(ctx, settings.BENCH_SOAK_SECONDS),
+  };
+  for (const name of scenarios) {
+    console.error(`bench: ${name}`);
+    const found = await steps[name]!();
+    for (const row of found) console.error(`  ${row.measure}: ${row.value} ${row.unit}`);
+    rows.push(...found);
+  }
+} finally {
+  await infra.stop();
+}
+console.log(markdownTable(rows));
+const all = DEFAULT_SCENARIOS.every((s) => scenarios.includes(s));
+console.error(`bench: results in ${record(rows, settings, { document: all })}${all ? ' and BENCHMARKS.md' : ''}`);

@@ -1,0 +1,79 @@
+import { randomUUID } from 'node:crypto';
+import { freePort } from '../../test/support/processes.js';
+import { autocannon, type LoadRun } from '../support/autocannon.js';
+import { gatewayProcess, tsxProcess } from '../support/bench-process.js';
+import { callerHeaders, type BenchContext } from '../support/context.js';
+import type { Row } from '../support/results.js';
+import { latencies } from './ceiling.js';
+
+/** A gateway process (ROLE=gateway) on the run's broker and ClickHouse server, with topics of its own. */
+export async function startKafkaGateway(ctx: BenchContext, name: string) {
+  const topics = {
+    EVENTS_TOPICS: `bench.events.${name}.${ctx.run}`,
+    ENROLLMENT_COMMANDS_TOPIC: `bench.enrollments.${name}.${ctx.run}`,
+    EDGE_POLICY_COMMANDS_TOPIC: `bench.edge-policy.${name}.${ctx.run}`,
+    EVENTS_DLQ_TOPIC: `bench.dlq.${name}.${ctx.run}`,
+  };
+  const gateway = await gatewayProcess({
+    ROLE: 'gateway',
+    PORT: String(await freePort()),
+    KAFKA_BROKERS: ctx.brokers.join(','),
+    CLICKHOUSE_URL: ctx.clickhouseUrl,
+    CLICKHOUSE_DATABASE: `bench_${name.replace(/\W/g, '_')}_${ctx.run}`,
+    AUTH_JWT_SECRET: ctx.secret,
+    CURSOR_SECRET: ctx.secret,
+    KAFKA_TOPIC_PARTITIONS: '6',
+    KAFKA_CONSUMER_GROUP: `bench-ingest-${name}-${ctx.run}`,
+    ...topics,
+  });
+  return { gateway, topics };
+}
+
+async function rawSends(ctx: BenchContext, topic: string, connections: number): Promise<LoadRun> {
+  const producer = tsxProcess('bench/support/raw-producer.ts', [ctx.brokers.join(','), topic, String(connections), String(ctx.seconds)]);
+  const [line] = await producer.waitForOutput(/^\{.*\}$/m, (ctx.seconds + 60) * 1000);
+  await producer.exited;
+  const run = JSON.parse(line) as LoadRun;
+  return { ...run, non2xx: 0 };
+}
+
+/**
+ * Enroll and edge-policy through Kafka (202 or 200 only after all in-sync replicas
+ * acknowledged), at 50 and 200 connections, against bare Koa and against kafkajs sending
+ * one acks=-1 message per call at the same concurrency, all in this run.
+ */
+export async function measureCommands(ctx: BenchContext): Promise<Row[]> {
+  const { gateway, topics } = await startKafkaGateway(ctx, 'commands');
+  const rows: Row[] = [];
+  try {
+    const orgId = randomUUID();
+    const projectId = randomUUID();
+    const headers = await callerHeaders(ctx.secret, orgId);
+    const api = `${gateway.url}/core/api/v1/projects/${projectId}/fleets/${randomUUID()}`;
+    for (const connections of [50, 200] as const) {
+      const koa = connections === 50 ? ctx.ceiling.post50 : ctx.ceiling.post200;
+      const raw = await rawSends(ctx, topics.ENROLLMENT_COMMANDS_TOPIC, connections);
+      rows.push({ scenario: 'kafkajs raw sends', measure: `acks=-1, one message per call, ${connections} in flight`, value: raw.perSecond, unit: 'msg/s', ...latencies(raw) });
+      const enroll = await autocannon({ url: `${api}/devices/${randomUUID()}/enroll`, method: 'POST', headers, body: '{"display_name":"Pump 7"}', connections, seconds: ctx.seconds });
+      const policy = await autocannon({ url: `${api}/edge/policy`, method: 'PATCH', headers, body: '{"sync":{"every_s":60}}', connections, seconds: ctx.seconds });
+      for (const [measure, run] of [
+        [`enroll, ${connections} connections`, enroll],
+        [`edge-policy, ${connections} connections`, policy],
+      ] as const) {
+        rows.push({
+          scenario: 'commands through Kafka',
+          measure,
+          value: run.perSecond,
+          unit: 'req/s',
+          ...latencies(run),
+          baseline: { name: `bare Koa POST ${connections}`, value: koa.perSecond },
+          target: connections === 50 ? '≥ 0.15 of bare Koa, p99 ≤ 25 ms' : undefined,
+          note: `${(run.perSecond / raw.perSecond).toFixed(2)}× raw sends`,
+        });
+      }
+    }
+    return rows;
+  } finally {
+    await gateway.stop();
+  }
+}

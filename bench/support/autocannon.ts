@@ -1,0 +1,61 @@
+import { execFile } from 'node:child_process';
+import { resolve } from 'node:path';
+import { repoRoot } from '../../test/support/processes.js';
+
+/** One load run as autocannon reports it; latencies in milliseconds. */
+export interface LoadRun {
+  readonly perSecond: number;
+  readonly requests: number;
+  readonly p50Ms: number;
+  readonly p99Ms: number;
+  readonly p999Ms: number;
+  /** Connection errors and timeouts. */
+  readonly errors: number;
+  /** Answers outside 2xx (a 304 counts here too). */
+  readonly non2xx: number;
+}
+
+export interface LoadSpec {
+  readonly url: string;
+  readonly method?: 'GET' | 'POST' | 'PATCH';
+  readonly headers?: Readonly<Record<string, string>>;
+  readonly body?: string;
+  readonly connections: number;
+  readonly seconds: number;
+}
+
+const AUTOCANNON = resolve(repoRoot, 'node_modules', '.bin', 'autocannon');
+
+interface AutocannonJson {
+  readonly requests: { readonly average: number; readonly total: number };
+  readonly latency: { readonly p50: number; readonly p99: number; readonly p99_9: number };
+  readonly errors: number;
+  readonly timeouts: number;
+  readonly non2xx: number;
+}
+
+/**
+ * Runs autocannon as a process of its own, so that the load generator never shares an
+ * event loop with what it measures (the bare Koa rate in the same run is its ceiling).
+ */
+export function autocannon(spec: LoadSpec): Promise<LoadRun> {
+  const args = ['-j', '-c', String(spec.connections), '-d', String(spec.seconds), '-m', spec.method ?? 'GET'];
+  for (const [name, value] of Object.entries(spec.headers ?? {})) args.push('-H', `${name}=${value}`);
+  if (spec.body !== undefined) args.push('-b', spec.body);
+  args.push(spec.url);
+  return new Promise((done, fail) => {
+    execFile(AUTOCANNON, args, { maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
+      if (error !== null) return fail(new Error(`autocannon failed: ${stderr || error.message}`));
+      const report = JSON.parse(stdout) as AutocannonJson;
+      done({
+        perSecond: Math.round(report.requests.average),
+        requests: report.requests.total,
+        p50Ms: report.latency.p50,
+        p99Ms: report.latency.p99,
+        p999Ms: report.latency.p99_9,
+        errors: report.errors + report.timeouts,
+        non2xx: report.non2xx,
+      });
+    });
+  });
+}

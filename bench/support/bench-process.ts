@@ -1,0 +1,84 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { repoRoot } from '../../test/support/processes.js';
+import { waitFor } from '../../test/support/wait-for.js';
+
+/** A process the benchmark started: the gateway, a consumer, bare Koa, or a raw Kafka client. */
+export interface BenchProcess {
+  readonly pid: number;
+  readonly exited: Promise<number | null>;
+  output(): string;
+  /** Resident set size now, in MiB. */
+  rssMiB(): number;
+  /** Waits until `line` appears in its output. */
+  waitForOutput(line: RegExp, timeoutMs?: number): Promise<RegExpMatchArray>;
+  stop(): Promise<void>;
+}
+
+export function startProcess(args: readonly string[], env: Readonly<Record<string, string>> = {}): BenchProcess {
+  const child: ChildProcess = spawn(process.execPath, args, {
+    cwd: repoRoot,
+    env: { ...process.env, ...env },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  let output = '';
+  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  let code: number | null | undefined;
+  const exited = new Promise<number | null>((resolve) => child.once('exit', (c) => resolve((code = c))));
+  return {
+    pid: child.pid!,
+    exited,
+    output: () => output,
+    rssMiB() {
+      const status = readFileSync(`/proc/${child.pid}/status`, 'utf8');
+      const kib = Number(/VmRSS:\s+(\d+) kB/.exec(status)?.[1] ?? NaN);
+      return Math.round(kib / 1024);
+    },
+    async waitForOutput(line, timeoutMs = 120_000) {
+      return waitFor(
+        `${args.join(' ')} to print ${line}`,
+        async () => {
+          const found = line.exec(output);
+          if (found !== null) return found;
+          if (code !== undefined) throw new Error(`${args.join(' ')} exited with ${code}: ${output.slice(-2000)}`);
+          return undefined;
+        },
+        timeoutMs,
+        50,
+      );
+    },
+    async stop() {
+      if (code !== undefined) return;
+      child.kill('SIGTERM');
+      const killer = setTimeout(() => child.kill('SIGKILL'), 30_000);
+      await exited;
+      clearTimeout(killer);
+    },
+  };
+}
+
+/** A TypeScript file of the repository run under tsx. */
+export const tsxProcess = (file: string, args: readonly string[] = [], env: Readonly<Record<string, string>> = {}) =>
+  startProcess(['--import', 'tsx', file, ...args], env);
+
+/** The built gateway (dist/, as `npm start` runs it), with pino at warn so logging does not weigh on the figures. */
+export async function gatewayProcess(env: Readonly<Record<string, string>>): Promise<BenchProcess & { readonly url: string }> {
+  const port = env['PORT'];
+  if (port === undefined) throw new Error('gatewayProcess needs PORT');
+  const proc = startProcess(['dist/src/main.js'], { LOG_LEVEL: 'warn', HOST: '127.0.0.1', ...env });
+  const url = `http://127.0.0.1:${port}`;
+  await waitFor(
+    `the gateway on ${url} ready`,
+    async () => {
+      const res = await fetch(`${url}/readyz`).catch(() => undefined);
+      if (res === undefined && (await Promise.race([proc.exited.then(() => true), Promise.resolve(false)]))) {
+        throw new Error(`the gateway exited: ${proc.output().slice(-2000)}`);
+      }
+      return res?.status === 200 ? true : undefined;
+    },
+    120_000,
+    100,
+  );
+  return { ...proc, url };
+}
