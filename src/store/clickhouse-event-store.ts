@@ -1,7 +1,9 @@
 import type { CanonicalEvent } from '../generated/schema-types.js';
 import { EVENT_COLUMNS, fromEventRow, toEventRow, type EventRow } from './event-rows.js';
 import type { EventStore, FeedQuery, StoredEvent } from './event-store.js';
-import type { SqlParams, SqlTransport } from './sql-transport.js';
+import { createClickHouseTail } from './clickhouse-tail.js';
+import { filterConditions } from './filter-sql.js';
+import type { SqlParam, SqlParams, SqlTransport } from './sql-transport.js';
 
 /**
  * The feed predicate is written `occurred_at <= t AND (occurred_at < t OR id < i)` rather
@@ -12,27 +14,12 @@ const KEYSET = `occurred_at <= {after_t:DateTime64(6, 'UTC')} AND (occurred_at <
 
 export function feedSql(query: FeedQuery): { sql: string; params: SqlParams } {
   const where = ['org_id = {org_id:UUID}', 'project_id = {project_id:UUID}'];
-  const params: Record<string, string | number> = {
+  const params: Record<string, SqlParam> = {
     org_id: query.orgId,
     project_id: query.projectId,
     limit: query.limit,
   };
-  const f = query.filters;
-  // Each filter that is set adds its condition, with its value bound as a parameter.
-  const filters: readonly [value: string | undefined, name: string, condition: string][] = [
-    [f.domain, 'domain', 'domain = {domain:String}'],
-    [f.entity, 'entity', 'entity = {entity:String}'],
-    [f.action, 'action', 'action = {action:String}'],
-    [f.deviceId, 'device_id', 'device_id = {device_id:UUID}'],
-    [f.fleetId, 'fleet_id', 'fleet_id = {fleet_id:UUID}'],
-    [f.since, 'since', "occurred_at >= {since:DateTime64(6, 'UTC')}"],
-    [f.until, 'until', "occurred_at < {until:DateTime64(6, 'UTC')}"],
-  ];
-  for (const [value, name, condition] of filters) {
-    if (value === undefined) continue;
-    where.push(condition);
-    params[name] = value;
-  }
+  where.push(...filterConditions(query.filters, params));
   if (query.after !== undefined) {
     where.push(KEYSET);
     params['after_t'] = query.after.occurredAt;
@@ -60,6 +47,7 @@ export function createClickHouseEventStore(transport: SqlTransport): EventStore 
         position: { occurredAt: row.occurred_at, id: row.id },
       }));
     },
+    ...createClickHouseTail(transport),
   };
 }
 

@@ -37,4 +37,46 @@ export interface EventStore {
   insertEvents(events: readonly CanonicalEvent[]): Promise<void>;
   /** Events of one project of one organization, newest first: occurred_at desc, id desc. */
   listEvents(query: FeedQuery): Promise<StoredEvent[]>;
+  /** The store's own clock less `settleMs`, as ingested_at text: the live tail reads only rows ingested before it. */
+  tailHorizon(settleMs: number): Promise<string>;
+  /** The next rows of a live tail, in ingestion order: ingested_at asc, id asc. */
+  tailEvents(query: TailQuery): Promise<TailBatch>;
+}
+
+/** The filters of the live tail: the feed's, without its occurred_at bounds. */
+export type TailFilters = Pick<FeedFilters, 'domain' | 'entity' | 'action' | 'deviceId' | 'fleetId'>;
+
+/** A place in ingestion order: ingested_at as the store's DateTime64(3) text ('YYYY-MM-DD hh:mm:ss.fff', UTC) and the event id. */
+export interface TailPosition {
+  readonly ingestedAt: string;
+  readonly id: string;
+}
+
+export interface TailQuery {
+  readonly orgId: string;
+  readonly projectId: string;
+  readonly filters: TailFilters;
+  /** Only rows strictly after this position in ingestion order. */
+  readonly after: TailPosition;
+  /** Only rows ingested before this instant (the horizon, store text): later ones may not all be visible yet. */
+  readonly before: string;
+  readonly limit: number;
+}
+
+export interface TailedEvent {
+  readonly event: CanonicalEvent;
+  readonly position: TailPosition;
+}
+
+export interface TailBatch {
+  /** In ingestion order, each id once, and none whose earlier copy lies at or before `after`. */
+  readonly events: TailedEvent[];
+  /**
+   * Where the next poll starts. When the window held `limit` rows, the last of them;
+   * otherwise everything below `before` was read, and it is `before` itself (or `after`
+   * when that is later), so the next poll does not read the same rows again.
+   */
+  readonly next: TailPosition;
+  /** Whether the window held `limit` rows, so more may be waiting below `before`. */
+  readonly full: boolean;
 }

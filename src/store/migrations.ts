@@ -21,6 +21,12 @@ interface TableSpec {
   /** A MergeTree-family engine and its arguments; the replicated form is derived. */
   readonly engine: { readonly family: 'ReplacingMergeTree' | 'MergeTree'; readonly args: string };
   readonly clauses: string;
+  /**
+   * Skip indexes added with ALTER after the table exists, so that a table created by an
+   * earlier version gains them too (CREATE TABLE IF NOT EXISTS leaves an existing table
+   * as it is). Parts written before the ALTER get the index when merges rewrite them.
+   */
+  readonly addedIndexes?: readonly string[];
   /** Distributed tables route rows by this: every read the gateway makes names all its columns, so it reads one shard. */
   readonly shardingKey: string;
 }
@@ -55,6 +61,8 @@ const TABLES: readonly TableSpec[] = [
     engine: { family: 'ReplacingMergeTree', args: 'ingested_at' },
     clauses: `PARTITION BY toYYYYMM(occurred_at)
   ORDER BY (org_id, project_id, occurred_at, id)`,
+    // The live tail reads by ingestion time: this lets a poll skip granules ingested before its position.
+    addedIndexes: ['ingested_idx ingested_at TYPE minmax GRANULARITY 1'],
     shardingKey: 'cityHash64(org_id, project_id)',
   },
   // Idempotency-Key records: the first record for a key wins; entries expire after a day.
@@ -94,14 +102,23 @@ function engineOf(table: TableSpec, replicated: boolean): string {
   return `Replicated${family}(${args === '' ? keeper : `${keeper}, ${args}`})`;
 }
 
+/** Skip indexes live with the data: on the MergeTree table, which on a cluster is the local one, never the Distributed one. */
+function addIndexes(t: TableSpec, table: string, onCluster: string): string[] {
+  return (t.addedIndexes ?? []).map((index) => `ALTER TABLE ${table}${onCluster} ADD INDEX IF NOT EXISTS ${index}`);
+}
+
 /** Idempotent DDL for the layout, run at every start. */
 export function migrationStatements(layout: StoreLayout): string[] {
   if (layout.kind === 'single') {
-    return TABLES.map((t) => `CREATE TABLE IF NOT EXISTS ${t.name} (\n    ${t.columns}\n  ) ENGINE = ${engineOf(t, false)}\n  ${t.clauses}`);
+    return TABLES.flatMap((t) => [
+      `CREATE TABLE IF NOT EXISTS ${t.name} (\n    ${t.columns}\n  ) ENGINE = ${engineOf(t, false)}\n  ${t.clauses}`,
+      ...addIndexes(t, t.name, ''),
+    ]);
   }
   const onCluster = layout.replicated ? ` ON CLUSTER ${layout.cluster}` : '';
   return TABLES.flatMap((t) => [
     `CREATE TABLE IF NOT EXISTS ${t.name}_local${onCluster} (\n    ${t.columns}\n  ) ENGINE = ${engineOf(t, layout.replicated)}\n  ${t.clauses}`,
+    ...addIndexes(t, `${t.name}_local`, onCluster),
     `CREATE TABLE IF NOT EXISTS ${t.name}${onCluster} AS ${t.name}_local\n  ENGINE = Distributed(${layout.cluster}, currentDatabase(), ${t.name}_local, ${t.shardingKey})`,
   ]);
 }

@@ -3,7 +3,8 @@
  * idempotency store and the command log speak only this; chDB (in-process) and a
  * ClickHouse server (HTTP) are interchangeable behind it and run the same statements.
  */
-export type SqlParam = string | number | boolean | null;
+/** Arrays bind to `{name:Array(T)}` placeholders; both engines' clients format them. */
+export type SqlParam = string | number | boolean | null | readonly string[];
 export type SqlParams = Readonly<Record<string, SqlParam>>;
 
 export interface SqlTransport {

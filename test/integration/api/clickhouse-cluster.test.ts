@@ -7,7 +7,9 @@ import { startClickHouseServer, type ClickHouseServerHandle } from '../../suppor
 import { eventSeries, uuid } from '../../support/factories.js';
 import { pickInfra } from '../../support/infra.js';
 import { storeEnvironment, storesUnderTest } from '../../support/stores.js';
+import { openEventStream } from '../../support/sse-reader.js';
 import { startTestGateway, type TestGateway } from '../../support/test-gateway.js';
+import { LIVE_TAIL_ENV } from './gateways.js';
 
 /**
  * CLICKHOUSE_CLUSTER on a one-shard cluster the local server defines: the gateway's
@@ -36,6 +38,7 @@ describe('the gateway on a ClickHouse cluster, through Distributed tables [click
       ...storeEnvironment('clickhouse-server', server.url),
       CLICKHOUSE_CLUSTER: 'gateway_cluster',
       CLICKHOUSE_CLUSTER_REPLICATED: 'false',
+      ...LIVE_TAIL_ENV,
     });
     sql = await openStore(gw.config);
   });
@@ -61,6 +64,13 @@ describe('the gateway on a ClickHouse cluster, through Distributed tables [click
     expect(tables.find((t) => t.name === 'events')!.engine_full).to.match(/^Distributed\('gateway_cluster', '\w+', 'events_local', cityHash64\(org_id, project_id\)\)/);
   });
 
+  it("puts the live tail's ingestion-time skip index on the local events table", async () => {
+    const indexes = await sql!.query<{ table: string; name: string; type: string }>(
+      "SELECT table, name, type FROM system.data_skipping_indices WHERE database = currentDatabase() AND name = 'ingested_idx'",
+    );
+    expect(indexes).to.deep.equal([{ table: 'events_local', name: 'ingested_idx', type: 'minmax' }]);
+  });
+
   it('enrolls, answers an Idempotency-Key retry as before, and pages the feed, all through the Distributed tables', async () => {
     const tenant = gw!.tenant();
     const headers = await tenant.headers();
@@ -84,6 +94,26 @@ describe('the gateway on a ClickHouse cluster, through Distributed tables [click
     // The retry wrote its copy too; both carry the same event id, which the feed shows once.
     const [row] = await sql!.query<{ ids: string }>('SELECT uniqExact(id) AS ids FROM events_local WHERE correlation_id = {id:UUID}', { id: first.body.data.enrollment_id });
     expect(Number(row!.ids), 'one enrollment event in the shard').to.equal(1);
+  });
+
+  it('tails a project through the Distributed table, a redelivered copy once', async () => {
+    const tenant = gw!.tenant();
+    const res = await openEventStream(`${gw!.baseUrl}/projects/${tenant.projectId}/events/stream`, await tenant.headers());
+    const stream = res.stream!;
+    // A merge that folded the copies first would leave only the later one, which the tail cannot tell from a new event (docs/decisions/live-tail.md).
+    await sql!.command('SYSTEM STOP MERGES events_local');
+    try {
+      const [a, b] = eventSeries(2, { org_id: tenant.orgId, project_id: tenant.projectId });
+      await gw!.seed([a!]);
+      await stream.until('the first event', (s) => s.messages.length === 1);
+      await gw!.seed([a!]);
+      await gw!.seed([b!]);
+      await stream.until('the second event', (s) => s.messages.length >= 2);
+      expect(stream.messages.map((m) => (JSON.parse(m.data) as { id: string }).id)).to.deep.equal([a!.id, b!.id]);
+    } finally {
+      await sql!.command('SYSTEM START MERGES events_local');
+      await stream.close();
+    }
   });
 
   it("reads a feed page through the shard's primary key, in reverse order", async () => {

@@ -3,6 +3,17 @@ import { storeEnvironment, storesUnderTest, type StoreKind } from '../../support
 import { startTestGateway, type TestGateway } from '../../support/test-gateway.js';
 
 let clickhouse: Promise<ClickHouseInfra> | undefined;
+
+/**
+ * Live-tail settings of the shared gateways, smaller than the defaults so that
+ * live-tail.test.ts waits about a second per event rather than two and a half. chDB
+ * binds one data directory per process, so that file cannot start a chDB gateway of its
+ * own. Only streams feel these; every other file opens none, and the limit is per
+ * organization, which each test has to itself. The settle window must still outlast the
+ * ClickHouse server's async inserts: rows became visible up to ~0.5 s after their
+ * ingested_at here, and with 200 ms a tail skipped one now and then.
+ */
+export const LIVE_TAIL_ENV = { STREAM_SETTLE_MS: '1000', STREAM_POLL_MS: '50', STREAM_HEARTBEAT_MS: '400', STREAM_MAX_PER_ORG: '3' } as const;
 const gateways = new Map<StoreKind, Promise<TestGateway>>();
 
 /** The ClickHouse server under the clickhouse-server gateway, started on first use; tests that break it use it too. */
@@ -19,7 +30,8 @@ export function clickhouseServer(): Promise<ClickHouseInfra> {
 export function gatewayOn(store: StoreKind): Promise<TestGateway> {
   let gateway = gateways.get(store);
   if (gateway === undefined) {
-    gateway = (async () => startTestGateway(storeEnvironment(store, store === 'chdb' ? undefined : (await clickhouseServer()).url)))();
+    gateway = (async () =>
+      startTestGateway({ ...storeEnvironment(store, store === 'chdb' ? undefined : (await clickhouseServer()).url), ...LIVE_TAIL_ENV }))();
     gateways.set(store, gateway);
   }
   return gateway;

@@ -5,6 +5,7 @@ import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { uuid } from '../../support/factories.js';
 import { request } from '../../support/http-client.js';
+import { openEventStream } from '../../support/sse-reader.js';
 import type { TestGateway, Tenant } from '../../support/test-gateway.js';
 import { describeOnEachStore } from './gateways.js';
 
@@ -61,6 +62,18 @@ describeOnEachStore('answers as its OpenAPI document says', (gateway) => {
     expectDocumented(path, 'get', await feed('?limit=abc'));
     expectDocumented(path, 'get', await feed('', {}));
     expectDocumented(path, 'get', await feed('', await tenant.headers({ scopes: ['devices:enroll'] })));
+  });
+
+  it('answers the live tail with a documented stream and documented refusals', async () => {
+    const path = '/projects/{project_id}/events/stream';
+    const url = `${gw.baseUrl}/projects/${tenant.projectId}/events/stream`;
+    const open = await openEventStream(url, headers);
+    await open.stream!.close();
+    expect(Object.keys(served.paths[path]!['get']!.responses['200']!.content!)).to.deep.equal([open.headers.get('content-type')]);
+    expectDocumented(path, 'get', await openEventStream(`${url}?limit=5`, headers));
+    expectDocumented(path, 'get', await openEventStream(url, { ...headers, 'last-event-id': 'not-a-position' }));
+    expectDocumented(path, 'get', await openEventStream(url, {}));
+    expectDocumented(path, 'get', await openEventStream(url, await tenant.headers({ scopes: ['devices:enroll'] })));
   });
 
   it('answers enrollments with documented acceptances and errors', async () => {

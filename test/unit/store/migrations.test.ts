@@ -2,17 +2,39 @@ import { expect } from 'chai';
 import { migrationStatements } from '../../../src/store/migrations.js';
 
 const TABLES = ['events', 'idempotency_keys', 'command_log'];
+const CREATED = /^CREATE TABLE IF NOT EXISTS (\w+)/;
+const INGESTED_INDEX = 'ADD INDEX IF NOT EXISTS ingested_idx ingested_at TYPE minmax GRANULARITY 1';
 
 describe('migrations', () => {
   it('creates the three tables on one node with MergeTree engines', () => {
-    const statements = migrationStatements({ kind: 'single' });
+    const statements = migrationStatements({ kind: 'single' }).filter((s) => CREATED.test(s));
     expect(statements.map((s) => /^CREATE TABLE IF NOT EXISTS (\w+) \(/.exec(s)?.[1])).to.deep.equal(TABLES);
     expect(statements[0]).to.match(/ENGINE = ReplacingMergeTree\(ingested_at\)\s+PARTITION BY toYYYYMM\(occurred_at\)\s+ORDER BY \(org_id, project_id, occurred_at, id\)$/);
     for (const s of statements) expect(s).to.not.match(/ON CLUSTER|Replicated|Distributed/);
   });
 
+  it('adds the ingestion-time skip index to the events table after creating it, so existing tables gain it too', () => {
+    const statements = migrationStatements({ kind: 'single' });
+    expect(statements[0]).to.match(/^CREATE TABLE IF NOT EXISTS events \(/);
+    expect(statements.filter((s) => s.startsWith('ALTER'))).to.deep.equal([`ALTER TABLE events ${INGESTED_INDEX}`]);
+    expect(statements[1]).to.equal(`ALTER TABLE events ${INGESTED_INDEX}`);
+  });
+
+  it('puts the skip index on the local table of a cluster, never on the Distributed one', () => {
+    const replicated = migrationStatements({ kind: 'cluster', cluster: 'telemetry', replicated: true });
+    expect(replicated.filter((s) => s.startsWith('ALTER'))).to.deep.equal([`ALTER TABLE events_local ON CLUSTER telemetry ${INGESTED_INDEX}`]);
+    // Between the local table and the Distributed table over it.
+    expect(replicated.slice(0, 3).map((s) => s.split(' (')[0]!.split('\n')[0])).to.deep.equal([
+      'CREATE TABLE IF NOT EXISTS events_local ON CLUSTER telemetry',
+      `ALTER TABLE events_local ON CLUSTER telemetry ${INGESTED_INDEX}`,
+      'CREATE TABLE IF NOT EXISTS events ON CLUSTER telemetry AS events_local',
+    ]);
+    const plain = migrationStatements({ kind: 'cluster', cluster: 'telemetry', replicated: false });
+    expect(plain.filter((s) => s.startsWith('ALTER'))).to.deep.equal([`ALTER TABLE events_local ${INGESTED_INDEX}`]);
+  });
+
   it('creates replicated local tables and Distributed tables over them on every node of a cluster with Keeper', () => {
-    const statements = migrationStatements({ kind: 'cluster', cluster: 'telemetry', replicated: true });
+    const statements = migrationStatements({ kind: 'cluster', cluster: 'telemetry', replicated: true }).filter((s) => CREATED.test(s));
     expect(statements).to.have.length(6);
     const [eventsLocal, events, keysLocal, keys] = statements;
     expect(eventsLocal).to.match(/^CREATE TABLE IF NOT EXISTS events_local ON CLUSTER telemetry \(/);
@@ -27,8 +49,8 @@ describe('migrations', () => {
   });
 
   it('creates plain local tables and Distributed tables, without ON CLUSTER, on a cluster without Keeper', () => {
-    const statements = migrationStatements({ kind: 'cluster', cluster: 'telemetry', replicated: false });
-    expect(statements.map((s) => /^CREATE TABLE IF NOT EXISTS (\w+)/.exec(s)?.[1])).to.deep.equal(TABLES.flatMap((t) => [`${t}_local`, t]));
+    const statements = migrationStatements({ kind: 'cluster', cluster: 'telemetry', replicated: false }).filter((s) => CREATED.test(s));
+    expect(statements.map((s) => CREATED.exec(s)?.[1])).to.deep.equal(TABLES.flatMap((t) => [`${t}_local`, t]));
     for (const s of statements) expect(s).to.not.match(/ON CLUSTER|Replicated/);
     expect(statements[0]).to.include('ENGINE = ReplacingMergeTree(ingested_at)');
   });
