@@ -3,7 +3,9 @@ import { AppError, type FieldErrors } from '../errors.js';
 import type { CanonicalEvent } from '../generated/schema-types.js';
 import type { SchemaRegistry } from '../schemas/schema-registry.js';
 import type { EventStore } from '../store/event-store.js';
+import { describeRefusal, rowRefusal } from '../store/store-refusal.js';
 import { toStoreTimestamp, TimestampError } from '../store/timestamps.js';
+import { bisectInsert } from './bisect-insert.js';
 
 /** Where a message was read from; carried into dead-letter headers. */
 export interface MessageSource {
@@ -33,7 +35,13 @@ export interface RawEventMessage {
   readonly source?: MessageSource;
 }
 
-export type RejectReason = 'empty-value' | 'invalid-json' | 'schema-violation' | 'timestamp-out-of-range';
+/**
+ * Why a message is dead-lettered; also the values of the `reason` label of
+ * ingest_dead_lettered_total. All but the last are found by validation; `store-rejected`
+ * is a valid event that the store itself refused on its own (src/ingest/bisect-insert.ts).
+ */
+export const REJECT_REASONS = ['empty-value', 'invalid-json', 'schema-violation', 'timestamp-out-of-range', 'store-rejected'] as const;
+export type RejectReason = (typeof REJECT_REASONS)[number];
 
 export interface RejectedMessage {
   readonly message: RawEventMessage;
@@ -50,8 +58,10 @@ export interface IngestResult {
 export interface EventIngestor {
   /**
    * Validates a batch of raw messages and stores the valid events in one write. Invalid
-   * messages are returned, never thrown, so one bad message cannot stop its partition.
-   * Rejects only when the store fails, in which case nothing of the batch may be acknowledged.
+   * messages are returned, never thrown, so one bad message cannot stop its partition;
+   * so are valid events the store refuses for their data, found by splitting the write
+   * (`store-rejected`), while the rest of the batch is stored. Rejects only when the store
+   * is sick, in which case nothing of the batch may be acknowledged.
    */
   ingestMessages(messages: readonly RawEventMessage[]): Promise<IngestResult>;
   /** Stores events the process built itself; an invalid one is a bug and throws. */
@@ -59,6 +69,12 @@ export interface EventIngestor {
 }
 
 type Parsed = { ok: true; event: CanonicalEvent } | { ok: false; reason: RejectReason; detail: string };
+
+/** An event to store once, and every message of the batch that carried it (a redelivery adds one). */
+interface Carried {
+  readonly event: CanonicalEvent;
+  readonly messages: { readonly message: RawEventMessage; readonly index: number }[];
+}
 
 function describeFields(fields: FieldErrors): string {
   return Object.entries(fields)
@@ -112,15 +128,37 @@ export function createEventIngestor(deps: { store: EventStore; schemas: SchemaRe
 
   return {
     async ingestMessages(messages) {
-      const valid: CanonicalEvent[] = [];
-      const rejected: RejectedMessage[] = [];
-      for (const message of messages) {
+      // Copies of one event inside a batch are written once; across batches the store folds them.
+      const carried = new Map<string, Carried>();
+      const rejected: { readonly index: number; readonly rejection: RejectedMessage }[] = [];
+      let valid = 0;
+      messages.forEach((message, index) => {
         const parsed = parseRaw(message);
-        if (parsed.ok) valid.push(parsed.event);
-        else rejected.push({ message, reason: parsed.reason, detail: parsed.detail });
+        if (!parsed.ok) {
+          rejected.push({ index, rejection: { message, reason: parsed.reason, detail: parsed.detail } });
+          return;
+        }
+        valid += 1;
+        const id = parsed.event.id.toLowerCase();
+        const known = carried.get(id);
+        if (known === undefined) carried.set(id, { event: parsed.event, messages: [{ message, index }] });
+        else known.messages.push({ message, index });
+      });
+      const { refused } = await bisectInsert([...carried.values()], {
+        insert: (part) => deps.store.insertEvents(part.map((c) => c.event)),
+        refusal: rowRefusal,
+      });
+      let refusedMessages = 0;
+      for (const { item, refusal } of refused) {
+        // Every copy goes with the event: none of them was stored, and each must be accounted for before its offset is committed.
+        for (const { message, index } of item.messages) {
+          rejected.push({ index, rejection: { message, reason: 'store-rejected', detail: describeRefusal(refusal) } });
+          refusedMessages += 1;
+        }
       }
-      if (valid.length > 0) await storeUnique(valid);
-      return { stored: valid.length, rejected };
+      // Dead letters in the order the messages came, whichever step refused them.
+      rejected.sort((a, b) => a.index - b.index);
+      return { stored: valid - refusedMessages, rejected: rejected.map((r) => r.rejection) };
     },
     async ingestEvents(events) {
       const valid: CanonicalEvent[] = [];

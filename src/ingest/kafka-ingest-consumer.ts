@@ -1,10 +1,11 @@
 import type { Consumer, EachBatchPayload, IHeaders, Kafka, Producer } from 'kafkajs';
 import { REQUEST_ID_MESSAGE_HEADER } from '../commands/command-context.js';
+import { partitionLedger, sendCompletely } from '../kafka/complete-send.js';
 import type { Logger } from '../logger.js';
 import type { GatewayMetrics } from '../metrics/gateway-metrics.js';
 import { createGroupCommit } from '../store/group-commit.js';
 import { deadLetterMessage } from './dead-letter.js';
-import type { EventIngestor, MessageFormat, RawEventMessage, RejectedMessage } from './event-ingestor.js';
+import { REJECT_REASONS, type EventIngestor, type MessageFormat, type RawEventMessage, type RejectedMessage } from './event-ingestor.js';
 
 export interface IngestConsumerOptions {
   readonly kafka: Kafka;
@@ -63,8 +64,10 @@ const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve,
  * batchWaitMs, because ClickHouse wants thousands of rows per insert. A partition's offsets are
  * committed only after its events are stored and its invalid messages are on the DLQ:
  * delivery is at least once, and the store folds the copies a redelivery brings.
- * While the store is down each batch is retried with backoff and nothing is committed;
- * heartbeats continue throughout, so the group keeps the member.
+ * An event the store refuses for its data is found by splitting the insert and
+ * dead-lettered (`store-rejected`) while the rest of the merged batch is stored. While the
+ * store is sick each batch is retried with backoff and nothing is committed or
+ * dead-lettered; heartbeats continue throughout, so the group keeps the member.
  */
 export function createIngestConsumer(options: IngestConsumerOptions): IngestConsumer {
   const logger = options.logger.child({ module: 'ingest-consumer' });
@@ -82,7 +85,11 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
     // leave the restart reconnecting forever. So a stopping consumer never restarts.
     retry: { restartOnFailure: async () => !stopping },
   });
-  const deadLetters: Producer = options.kafka.producer({ idempotent: true, maxInFlightRequests: 1 });
+  // A dead letter whose partition kafkajs left out of a send would be lost once the offsets are committed.
+  const ledger = partitionLedger();
+  const deadLetters: Producer = options.kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: ledger.createPartitioner });
+  // Every reason is reported from the start, at zero, so an alert on one needs no first occurrence.
+  for (const reason of REJECT_REASONS) options.metrics.deadLettered.inc({ reason }, 0);
 
   const inserts = createGroupCommit<RawEventMessage>(
     async (messages) => {
@@ -93,9 +100,15 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
       stopTimer();
       logStoredCommands(logger, messages, result.rejected);
       if (result.rejected.length > 0) {
-        await deadLetters.send({ topic: options.deadLetterTopic, acks: -1, messages: result.rejected.map(deadLetterMessage) });
+        await sendCompletely(deadLetters, ledger, { acks: -1, topicMessages: [{ topic: options.deadLetterTopic, messages: result.rejected.map(deadLetterMessage) }] }, (missing) =>
+          logger.warn({ missing }, 'kafkajs acknowledged a send without some of its partitions; sending those again'),
+        );
         for (const { reason } of result.rejected) metrics.deadLettered.inc({ reason });
         logger.warn({ count: result.rejected.length, reasons: [...new Set(result.rejected.map((r) => r.reason))] }, 'dead-lettered events');
+        // Validation failures are the producer's to fix; a refusal by the store may be ours (a constraint, a type), so each is named.
+        for (const { message, reason, detail } of result.rejected) {
+          if (reason === 'store-rejected') logger.warn({ ...message.source, detail }, 'store refused an event; dead-lettered');
+        }
       }
     },
     { maxItems: options.batchSize, lingerMs: options.batchWaitMs },

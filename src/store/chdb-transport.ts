@@ -3,6 +3,7 @@ import { Session } from 'chdb';
 import { createGroupCommit, type GroupCommit } from './group-commit.js';
 import type { SqlParams, SqlTransport } from './sql-transport.js';
 import { toStoreError } from './store-errors.js';
+import { rowRefusal } from './store-refusal.js';
 
 export interface ChdbTransportOptions {
   /** Data directory; one process owns it (chDB binds one directory per process). */
@@ -23,10 +24,15 @@ export function createChdbTransport(options: ChdbTransportOptions): SqlTransport
   function writerFor(table: string): GroupCommit<object> {
     let writer = writers.get(table);
     if (writer === undefined) {
-      writer = createGroupCommit<object>(async (rows) => {
-        const payload = rows.map((row) => JSON.stringify(row)).join('\n');
-        await session.insert({ table, values: payload, format: 'JSONEachRow' });
-      });
+      // One caller's refused row must not fail the others' rows that shared its INSERT.
+      const isolate = (error: unknown) => rowRefusal(error) !== undefined;
+      writer = createGroupCommit<object>(
+        async (rows) => {
+          const payload = rows.map((row) => JSON.stringify(row)).join('\n');
+          await session.insert({ table, values: payload, format: 'JSONEachRow' });
+        },
+        { isolate },
+      );
       writers.set(table, writer);
     }
     return writer;

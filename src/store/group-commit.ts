@@ -17,6 +17,12 @@ export interface GroupCommitOptions {
   readonly maxItems?: number;
   /** How long a partial batch waits for more items before it is flushed. */
   readonly lingerMs?: number;
+  /**
+   * True for an error that is a verdict on the items rather than on the sink (a row the
+   * store refuses). A flush that carried several writes and failed so is redone write by
+   * write, so no writer is told its own items were refused for a neighbour's.
+   */
+  readonly isolate?: (error: unknown) => boolean;
 }
 
 interface Pending<T> {
@@ -45,6 +51,17 @@ export function createGroupCommit<T>(flush: (items: T[]) => Promise<void>, optio
     return batch;
   }
 
+  async function flushEach(batch: readonly Pending<T>[]): Promise<void> {
+    for (const p of batch) {
+      try {
+        await flush([...p.items]);
+        p.resolve();
+      } catch (error) {
+        p.reject(error);
+      }
+    }
+  }
+
   async function run(): Promise<void> {
     do {
       const batch = takeBatch();
@@ -52,7 +69,8 @@ export function createGroupCommit<T>(flush: (items: T[]) => Promise<void>, optio
         await flush(batch.flatMap((p) => p.items));
         for (const p of batch) p.resolve();
       } catch (error) {
-        for (const p of batch) p.reject(error);
+        if (batch.length > 1 && options.isolate?.(error) === true) await flushEach(batch);
+        else for (const p of batch) p.reject(error);
       }
     } while (queue.length > 0 && (lingerMs === 0 || queued >= maxItems));
     running = undefined;

@@ -13,14 +13,47 @@ const UNAVAILABLE_CLICKHOUSE_CODES = new Set([159, 202, 209, 210, 241, 242, 252,
 // @clickhouse/client reports its request_timeout with a bare Error and this text, nothing else.
 const CLIENT_TIMEOUT_MESSAGE = 'Timeout error.';
 
+interface DriverError {
+  code?: unknown;
+  clickhouseCode?: unknown;
+  message?: unknown;
+  cause?: unknown;
+}
+
+// chDB's text for an engine exception; its insert errors also carry the number as clickhouseCode.
+const ENGINE_MESSAGE_CODE = /^Code: (\d+)\. DB::Exception:/;
+
+/**
+ * The ClickHouse code on this error itself: @clickhouse/client gives it as a digit string
+ * in `code`, chDB as `clickhouseCode` or only at the head of its message.
+ */
+function ownClickhouseCode(e: DriverError): number | undefined {
+  if (typeof e.clickhouseCode === 'number') return e.clickhouseCode;
+  if (typeof e.code === 'string' && /^\d+$/.test(e.code)) return Number(e.code);
+  const fromText = typeof e.message === 'string' ? ENGINE_MESSAGE_CODE.exec(e.message) : null;
+  return fromText === null ? undefined : Number(fromText[1]);
+}
+
+/** The engine exception inside a failure, however deep our wrapping and the driver's put it: its code and the engine's text. */
+export function clickhouseException(error: unknown): { code: number; message: string } | undefined {
+  const seen = new Set<unknown>();
+  for (let e = error; typeof e === 'object' && e !== null && !seen.has(e); e = (e as DriverError).cause) {
+    seen.add(e);
+    const code = ownClickhouseCode(e as DriverError);
+    if (code !== undefined) {
+      const { message } = e as DriverError;
+      return { code, message: typeof message === 'string' ? message : '' };
+    }
+  }
+  return undefined;
+}
+
 function codeOf(error: unknown): { errno?: string; clickhouse?: number } {
   if (typeof error !== 'object' || error === null) return {};
   if (error instanceof Error && error.message === CLIENT_TIMEOUT_MESSAGE) return { errno: 'ETIMEDOUT' };
-  const e = error as { code?: unknown; clickhouseCode?: unknown; cause?: unknown };
+  const e = error as DriverError;
   const errno = typeof e.code === 'string' && UNREACHABLE.has(e.code) ? e.code : undefined;
-  let clickhouse: number | undefined;
-  if (typeof e.clickhouseCode === 'number') clickhouse = e.clickhouseCode;
-  else if (typeof e.code === 'string' && /^\d+$/.test(e.code)) clickhouse = Number(e.code);
+  const clickhouse = ownClickhouseCode(e);
   if (errno === undefined && clickhouse === undefined && e.cause !== undefined && e.cause !== error) return codeOf(e.cause);
   return { ...(errno ? { errno } : {}), ...(clickhouse !== undefined ? { clickhouse } : {}) };
 }

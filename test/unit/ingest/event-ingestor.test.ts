@@ -1,9 +1,11 @@
 import { expect } from 'chai';
+import { ClickHouseError } from '@clickhouse/client';
 import type { CanonicalEvent } from '../../../src/generated/schema-types.js';
 import { commandEvent } from '../../../src/commands/command-event.js';
 import { createEventIngestor } from '../../../src/ingest/event-ingestor.js';
 import { createSchemaRegistry } from '../../../src/schemas/schema-registry.js';
 import type { EventStore } from '../../../src/store/event-store.js';
+import { toStoreError } from '../../../src/store/store-errors.js';
 import { canonicalEvent, edgePolicyCommand, enrollmentCommand } from '../../support/factories.js';
 
 function memoryStore(fail = false) {
@@ -16,8 +18,45 @@ function memoryStore(fail = false) {
     async listEvents() {
       return [];
     },
+    async tailHorizon(): Promise<never> {
+      throw new Error('the ingestor does not read');
+    },
+    async tailEvents(): Promise<never> {
+      throw new Error('the ingestor does not read');
+    },
   };
   return { store, batches };
+}
+
+/**
+ * A store with a constraint on entity, refusing a whole insert that holds a 'poison' event
+ * as ClickHouse does (the server transport's error, wrapped as the transport wraps it), and
+ * that may fall sick from a given insert on.
+ */
+function constrainedStore(options: { sickFromInsert?: number } = {}) {
+  const stored: string[] = [];
+  const state = { inserts: 0 };
+  const store: EventStore = {
+    async insertEvents(events) {
+      state.inserts += 1;
+      if (options.sickFromInsert !== undefined && state.inserts >= options.sickFromInsert) throw toStoreError(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }), 'insert');
+      if (events.some((e) => e.entity === 'poison')) {
+        const message = "Constraint `no_poison` for table default.events is violated at row 1. Expression: (entity != 'poison'). ";
+        throw toStoreError(new ClickHouseError({ message, code: '469', type: 'VIOLATED_CONSTRAINT' }), 'insert');
+      }
+      stored.push(...events.map((e) => e.id));
+    },
+    async listEvents() {
+      return [];
+    },
+    async tailHorizon(): Promise<never> {
+      throw new Error('the ingestor does not read');
+    },
+    async tailEvents(): Promise<never> {
+      throw new Error('the ingestor does not read');
+    },
+  };
+  return { store, stored, state };
 }
 
 const schemas = createSchemaRegistry();
@@ -64,6 +103,42 @@ describe('event ingestor', () => {
     let error: unknown;
     await createEventIngestor({ store, schemas }).ingestMessages([raw(canonicalEvent())]).catch((e: unknown) => (error = e));
     expect((error as Error).message).to.equal('store down');
+  });
+
+  it('dead-letters an event the store refuses on its own, with every copy of it, and stores its neighbours', async () => {
+    const { store, stored } = constrainedStore();
+    const good = Array.from({ length: 40 }, () => canonicalEvent());
+    const poison = canonicalEvent({ entity: 'poison' });
+    const messages = [...good.slice(0, 20).map(raw), raw(poison), raw('{not json'), ...good.slice(20).map(raw), raw(poison)];
+    const result = await createEventIngestor({ store, schemas }).ingestMessages(messages);
+    expect(stored.sort()).to.deep.equal(good.map((e) => e.id).sort());
+    expect(result.stored).to.equal(40);
+    // In the order the messages came, validation and store refusals alike.
+    expect(result.rejected.map((r) => [r.message, r.reason])).to.deep.equal([
+      [messages[20], 'store-rejected'],
+      [messages[21], 'invalid-json'],
+      [messages[42], 'store-rejected'],
+    ]);
+    expect(result.rejected[0]!.detail).to.equal(
+      "VIOLATED_CONSTRAINT (469): Constraint `no_poison` for table default.events is violated at row 1. Expression: (entity != 'poison').",
+    );
+  });
+
+  it('dead-letters nothing and rejects the batch when the store falls sick while it looks for the refused event', async () => {
+    // Sick from the third insert on: the search has begun, and has not reached the poison.
+    const { store, state, stored } = constrainedStore({ sickFromInsert: 3 });
+    const ingestor = createEventIngestor({ store, schemas });
+    const messages = [...Array.from({ length: 30 }, () => raw(canonicalEvent())), raw(canonicalEvent({ entity: 'poison' }))];
+    let error: unknown;
+    const result = await ingestor.ingestMessages(messages).catch((e: unknown) => {
+      error = e;
+      return undefined;
+    });
+    expect(result).to.equal(undefined);
+    expect(error).to.deep.include({ code: 'UPSTREAM_UNAVAILABLE' });
+    expect(state.inserts).to.equal(3);
+    // The left half stored before the store fell sick; the retried batch stores it again, and the store folds the copies.
+    expect(stored).to.have.length(16);
   });
 
   it('throws for an invalid event built in-process', async () => {

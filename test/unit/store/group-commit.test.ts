@@ -59,6 +59,46 @@ describe('group commit', () => {
     await Promise.all(writes);
     expect(flushes).to.deep.equal([[0], [1, 2, 3], [4, 5]]);
   });
+
+  describe('with isolate', () => {
+    class Refused extends Error {}
+    /** A sink that refuses any flush holding 13, and fails every flush while `down`. */
+    function refusingSink() {
+      const flushes: number[][] = [];
+      const gate = deferred();
+      const state = { down: false };
+      const flush = async (items: number[]) => {
+        flushes.push(items);
+        if (flushes.length === 1) await gate.promise;
+        if (state.down) throw new Error('connection refused');
+        if (items.includes(13)) throw new Refused('13 refused');
+      };
+      return { flushes, gate, state, flush };
+    }
+
+    it("redoes a refused shared flush write by write, so only the refused write's caller fails", async () => {
+      const sink = refusingSink();
+      const gc = createGroupCommit<number>(sink.flush, { isolate: (e) => e instanceof Refused });
+      const first = gc.write([0]);
+      const outcomes = Promise.allSettled([gc.write([1, 2]), gc.write([13, 14]), gc.write([3])]);
+      sink.gate.release();
+      await first;
+      expect((await outcomes).map((o) => o.status)).to.deep.equal(['fulfilled', 'rejected', 'fulfilled']);
+      expect(sink.flushes).to.deep.equal([[0], [1, 2, 13, 14, 3], [1, 2], [13, 14], [3]]);
+    });
+
+    it('fails every writer of a shared flush alike when the sink itself fails', async () => {
+      const sink = refusingSink();
+      const gc = createGroupCommit<number>(sink.flush, { isolate: (e) => e instanceof Refused });
+      const first = gc.write([0]);
+      sink.state.down = true;
+      const outcomes = Promise.allSettled([gc.write([1]), gc.write([13])]);
+      sink.gate.release();
+      await first.catch(() => undefined);
+      expect((await outcomes).map((o) => o.status)).to.deep.equal(['rejected', 'rejected']);
+      expect(sink.flushes).to.deep.equal([[0], [1, 13]]);
+    });
+  });
 });
 
 describe('group commit with linger', () => {

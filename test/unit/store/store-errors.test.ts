@@ -14,6 +14,7 @@ describe('store errors', () => {
     ['TOO_MANY_SIMULTANEOUS_QUERIES (202)', new ClickHouseError({ message: 'Too many', code: '202', type: 'TOO_MANY_SIMULTANEOUS_QUERIES' })],
     ['MEMORY_LIMIT_EXCEEDED (241)', new ClickHouseError({ message: 'Memory limit', code: '241', type: 'MEMORY_LIMIT_EXCEEDED' })],
     ['TOO_MANY_PARTS (252)', new ClickHouseError({ message: 'Too many parts', code: '252', type: 'TOO_MANY_PARTS' })],
+    ["MEMORY_LIMIT_EXCEEDED (241) named only in chDB's text", new Error('Code: 241. DB::Exception: Memory limit (total) exceeded. (MEMORY_LIMIT_EXCEEDED)')],
   ] as const) {
     it(`reads ${what} as unavailable: 503, retriable, no vendor text`, () => {
       const mapped = toStoreError(error, 'query');
@@ -26,6 +27,7 @@ describe('store errors', () => {
   for (const [what, error] of [
     ['UNKNOWN_TABLE (60)', new ClickHouseError({ message: "Table default.events doesn't exist", code: '60', type: 'UNKNOWN_TABLE' })],
     ['SYNTAX_ERROR (62)', new ClickHouseError({ message: 'Syntax error: SELECT', code: '62', type: 'SYNTAX_ERROR' })],
+    ["UNKNOWN_TABLE (60) named only in chDB's text", new Error('Code: 60. DB::Exception: Table default.events does not exist. (UNKNOWN_TABLE)')],
     ['an unknown failure', new Error('something else')],
   ] as const) {
     it(`reads ${what} as internal: 500, with no SQL or vendor text in the detail`, () => {

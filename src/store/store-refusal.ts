@@ -1,0 +1,74 @@
+import { clickhouseException } from './store-errors.js';
+
+/**
+ * ClickHouse exception codes that are a verdict on the rows of an insert rather than on
+ * the store: a value that does not parse into its column's type, or a row that breaks a
+ * table constraint. A healthy store refuses the same rows every time, so retrying them
+ * cannot help. Every other failure (no connection, a timeout, memory, too many parts, a
+ * missing table or database, read-only, access, an engine fault) means the store is sick,
+ * and the same rows may well be stored once it recovers.
+ *
+ * Numbers and names are those of ClickHouse's src/Common/ErrorCodes.cpp
+ * (github.com/ClickHouse/ClickHouse), checked with errorCodeToName() on the engine this
+ * project runs (26.7). Only codes about the values of the column types of our tables are
+ * listed. Codes that say the table no longer matches what we write (THERE_IS_NO_COLUMN 8,
+ * NO_SUCH_COLUMN_IN_TABLE 16, INCORRECT_NUMBER_OF_COLUMNS 7) are left out on purpose: they
+ * would refuse every row alike, which is a broken migration to fix, not poison to set aside.
+ */
+const ROW_REFUSAL_CODES: ReadonlyMap<number, string> = new Map([
+  [6, 'CANNOT_PARSE_TEXT'],
+  [25, 'CANNOT_PARSE_ESCAPE_SEQUENCE'],
+  [26, 'CANNOT_PARSE_QUOTED_STRING'],
+  [27, 'CANNOT_PARSE_INPUT_ASSERTION_FAILED'],
+  [38, 'CANNOT_PARSE_DATE'],
+  [41, 'CANNOT_PARSE_DATETIME'],
+  [53, 'TYPE_MISMATCH'],
+  [72, 'CANNOT_PARSE_NUMBER'],
+  [117, 'INCORRECT_DATA'],
+  [131, 'TOO_LARGE_STRING_SIZE'],
+  [321, 'VALUE_IS_OUT_OF_RANGE_OF_DATA_TYPE'],
+  [349, 'CANNOT_INSERT_NULL_IN_ORDINARY_COLUMN'],
+  [376, 'CANNOT_PARSE_UUID'],
+  [469, 'VIOLATED_CONSTRAINT'],
+]);
+
+/** The refusal text is for a DLQ header and a log line, not for a copy of the row. */
+const REFUSAL_TEXT_LIMIT = 500;
+
+export interface RowRefusal {
+  readonly code: number;
+  /** ClickHouse's name for the code, e.g. VIOLATED_CONSTRAINT. */
+  readonly name: string;
+  /** The engine's own sentence, without the code prefix, the pipeline trace or any statement text. */
+  readonly message: string;
+}
+
+/** The engine's sentence alone: chDB prefixes the code and appends the name; both may append where it happened. */
+function engineSentence(message: string): string {
+  const firstLine = message.replace(/^Code: \d+\. DB::Exception: /, '').split('\n')[0] ?? '';
+  const sentence = firstLine
+    .replace(/\s*\(in query: .*$/, '')
+    .replace(/\s*\(version [^)]*\)\s*$/, '')
+    .replace(/\s*\([A-Z][A-Z0-9_]*\)\s*$/, '')
+    .replace(/[\s:]+$/, '')
+    .trim();
+  return sentence.length <= REFUSAL_TEXT_LIMIT ? sentence : `${sentence.slice(0, REFUSAL_TEXT_LIMIT - 1)}…`;
+}
+
+/**
+ * What a failed insert says about its rows: a refusal when ClickHouse refused the data,
+ * undefined when the store is sick (or the failure carries no ClickHouse code at all, as a
+ * lost connection or a client timeout does).
+ */
+export function rowRefusal(error: unknown): RowRefusal | undefined {
+  const exception = clickhouseException(error);
+  if (exception === undefined) return undefined;
+  const name = ROW_REFUSAL_CODES.get(exception.code);
+  if (name === undefined) return undefined;
+  return { code: exception.code, name, message: engineSentence(exception.message) };
+}
+
+/** One line for the DLQ detail header and the logs, e.g. `VIOLATED_CONSTRAINT (469): Constraint … is violated …`. */
+export function describeRefusal(refusal: RowRefusal): string {
+  return `${refusal.name} (${refusal.code}): ${refusal.message}`;
+}
