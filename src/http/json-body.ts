@@ -1,9 +1,12 @@
 import bodyParser from 'koa-bodyparser';
 import type { Middleware } from 'koa';
 import { AppError } from '../errors.js';
+import { parseBoundedJson } from './bounded-json.js';
 
-export const BODY_LIMIT = '64kb';
+export const BODY_LIMIT_BYTES = 64 * 1024;
 const JSON_TYPES = ['application/json', 'application/merge-patch+json'];
+// What the body reader (inflation) can undo; content codings are case-insensitive (RFC 9110 8.4.1).
+const CONTENT_ENCODINGS = new Set(['identity', 'gzip', 'deflate', 'br']);
 
 function hasBody(headers: Record<string, string | string[] | undefined>): boolean {
   if (headers['transfer-encoding'] !== undefined) return true;
@@ -11,17 +14,43 @@ function hasBody(headers: Record<string, string | string[] | undefined>): boolea
   return typeof length === 'string' && length !== '0';
 }
 
+const tooLarge = () =>
+  new AppError('BODY_TOO_LARGE', 'Request body too large', { detail: 'The request body exceeds the 64 KiB limit.' });
+
+/**
+ * A Content-Length over the limit is refused before a byte is read. The reader would
+ * do so too, but it truncates the header to 32 bits first: 4294967297 became 1, and
+ * the request then hung waiting for four gigabytes.
+ */
+function refuseDeclaredOversize(length: string | undefined): void {
+  if (length !== undefined && Number(length) > BODY_LIMIT_BYTES) throw tooLarge();
+}
+
+/** Lower-cases the coding in place so that the reader recognises it; an unknown one is a 415. */
+function normalizeContentEncoding(headers: Record<string, string | string[] | undefined>): void {
+  const raw = headers['content-encoding'];
+  if (raw === undefined) return;
+  const coding = typeof raw === 'string' ? raw.trim().toLowerCase() : '';
+  if (!CONTENT_ENCODINGS.has(coding)) {
+    throw new AppError('UNSUPPORTED_MEDIA_TYPE', 'Unsupported content encoding', {
+      detail: 'The request body must be sent with one of the content codings gzip, deflate, br or identity.',
+    });
+  }
+  headers['content-encoding'] = coding;
+}
+
 /**
  * Parses a JSON body into ctx.request.body, leaving it undefined when the request has
  * none. A body of another media type is a 415; any JSON value parses, and the route's
- * schema decides what it accepts, so that every rejection reads the same way.
+ * schema decides what it accepts, so that every rejection reads the same way. The text
+ * is read first and parsed by parseBoundedJson, which refuses deep nesting before
+ * parsing starts.
  */
 export function jsonBody(): Middleware {
-  const parse = bodyParser({
-    enableTypes: ['json'],
-    extendTypes: { json: JSON_TYPES },
-    jsonLimit: BODY_LIMIT,
-    strict: false,
+  const readText = bodyParser({
+    enableTypes: ['text'],
+    extendTypes: { text: JSON_TYPES },
+    textLimit: `${BODY_LIMIT_BYTES}b`,
     onerror: (error) => {
       throw error;
     },
@@ -36,6 +65,13 @@ export function jsonBody(): Middleware {
         detail: 'The request body must be application/json.',
       });
     }
-    return parse(ctx, next);
+    refuseDeclaredOversize(ctx.get('Content-Length') || undefined);
+    normalizeContentEncoding(ctx.req.headers);
+    return readText(ctx, async () => {
+      const text: unknown = ctx.request.body;
+      // A chunked body of no bytes is no body, as a Content-Length of 0 is.
+      ctx.request.body = typeof text === 'string' && text !== '' ? parseBoundedJson(text) : undefined;
+      await next();
+    });
   };
 }

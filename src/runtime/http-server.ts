@@ -1,6 +1,7 @@
 import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import { answerClientError } from '../http/error-response.js';
+import type { HttpServerConfig } from '../config.js';
+import { answerClientError, answerConnect, answerUnmetExpectation } from '../http/error-response.js';
 
 export interface HttpServer {
   /** e.g. http://127.0.0.1:8080 */
@@ -28,9 +29,23 @@ function listen(server: Server, port: number, host: string): Promise<AddressInfo
  * busy connection sends its next request as soon as it has an answer. So once draining,
  * every answer not yet started says `Connection: close`, and Node ends its connection after it.
  */
-export async function startHttpServer(app: { callback(): RequestListener }, port: number, host: string): Promise<HttpServer> {
-  const server = createServer(app.callback());
+export async function startHttpServer(app: { callback(): RequestListener }, port: number, host: string, limits: HttpServerConfig): Promise<HttpServer> {
+  const server = createServer(
+    {
+      // A client that sends its request a byte at a time is cut off (408) once these run out.
+      headersTimeout: limits.headersTimeoutMs,
+      requestTimeout: limits.requestTimeoutMs,
+      keepAliveTimeout: limits.keepAliveTimeoutMs,
+      // Node looks for connections past those limits on this beat, 30 s unless told; it bounds how late a cut-off comes.
+      connectionsCheckingInterval: Math.min(1000, Math.ceil(limits.headersTimeoutMs / 4)),
+      // Node would refuse a request without Host with a bare 400; the API never reads Host, so Koa answers it as any other.
+      requireHostHeader: false,
+    },
+    app.callback(),
+  );
   server.on('clientError', answerClientError);
+  server.on('connect', answerConnect);
+  server.on('checkExpectation', answerUnmetExpectation);
   const inFlight = new Set<ServerResponse>();
   let draining = false;
   // Runs before Koa's handler, so the flag is on the response before anything is written.

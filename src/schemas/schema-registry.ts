@@ -35,9 +35,15 @@ export function allValid<const R extends readonly CheckResult<unknown>[]>(...res
   return results.map((r) => (r as { value: unknown }).value) as ValuesOf<R>;
 }
 
+const UUID_FORMAT = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
 function createAjv(coerceTypes: boolean): Ajv {
-  const ajv = new Ajv({ allErrors: true, strict: true, coerceTypes, useDefaults: false });
+  // Union types let one schema bound a JSON value of any type (edge-policy-value.schema.json).
+  const ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true, coerceTypes, useDefaults: false });
   addFormats(ajv);
+  // ajv-formats also takes "urn:uuid:<uuid>", which ClickHouse's UUID type refuses: such an id
+  // passed validation and failed in the store with a 500. Ids here are the plain 36 characters.
+  ajv.addFormat('uuid', UUID_FORMAT);
   for (const schema of Object.values(schemasById)) ajv.addSchema(schema);
   return ajv;
 }
@@ -46,18 +52,23 @@ function fieldName(error: ErrorObject, location: ValueLocation): string {
   const path = error.instancePath.split('/').slice(1).map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
   if (error.keyword === 'required') path.push(String(error.params['missingProperty']));
   if (error.keyword === 'additionalProperties') path.push(String(error.params['additionalProperty']));
+  // A member whose name breaks propertyNames is named by its name, cut short: that name may be thousands of characters.
+  if (error.propertyName !== undefined) path.push(error.propertyName.length > 40 ? `${error.propertyName.slice(0, 40)}…` : error.propertyName);
   return [location, ...path].join('.');
 }
 
 function describe(error: ErrorObject): string {
   if (error.keyword === 'required') return 'is required';
   if (error.keyword === 'additionalProperties') return 'is not allowed';
+  if (error.propertyName !== undefined) return `name ${error.message ?? 'is invalid'}`;
   return error.message ?? 'is invalid';
 }
 
 export function toFieldErrors(errors: readonly ErrorObject[], location: ValueLocation): FieldErrors {
   const fields: FieldErrors = {};
   for (const error of errors) {
+    // The summary "property name must be valid" beside the specific complaint, which is kept.
+    if (error.keyword === 'propertyNames') continue;
     const name = fieldName(error, location);
     // The first complaint per field is the most specific one ajv reports.
     fields[name] ??= describe(error);

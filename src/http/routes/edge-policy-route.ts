@@ -1,4 +1,5 @@
 import type Router from '@koa/router';
+import type { Middleware } from 'koa';
 import type { TokenVerifier } from '../../auth/token-verifier.js';
 import type { UpdateEdgePolicy } from '../../commands/update-edge-policy.js';
 import { allValid, type SchemaRegistry } from '../../schemas/schema-registry.js';
@@ -10,11 +11,12 @@ import type { GatewayState } from '../state.js';
 
 export function registerEdgePolicyRoute(
   router: Router<GatewayState>,
-  deps: { verifier: TokenVerifier; schemas: SchemaRegistry; updateEdgePolicy: UpdateEdgePolicy },
+  deps: { verifier: TokenVerifier; schemas: SchemaRegistry; updateEdgePolicy: UpdateEdgePolicy; rateLimit: Middleware<GatewayState> },
 ): void {
   router.patch(
     '/projects/:project_id/fleets/:fleet_id/edge/policy',
     authenticate(deps.verifier, 'edge-policy:write'),
+    deps.rateLimit,
     jsonBody(),
     async (ctx) => {
       const [path, , patch] = allValid(

@@ -1,4 +1,5 @@
 import type Router from '@koa/router';
+import type { Middleware } from 'koa';
 import type { TokenVerifier } from '../../auth/token-verifier.js';
 import type { EnrollDevice } from '../../commands/enroll-device.js';
 import { allValid, validationError, type SchemaRegistry } from '../../schemas/schema-registry.js';
@@ -21,11 +22,12 @@ function idempotencyKey(header: string | string[] | undefined): string | undefin
 
 export function registerEnrollRoute(
   router: Router<GatewayState>,
-  deps: { verifier: TokenVerifier; schemas: SchemaRegistry; enroll: EnrollDevice },
+  deps: { verifier: TokenVerifier; schemas: SchemaRegistry; enroll: EnrollDevice; rateLimit: Middleware<GatewayState> },
 ): void {
   router.post(
     '/projects/:project_id/fleets/:fleet_id/devices/:device_id/enroll',
     authenticate(deps.verifier, 'devices:enroll'),
+    deps.rateLimit,
     jsonBody(),
     async (ctx) => {
       const [path, , body] = allValid(

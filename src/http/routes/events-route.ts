@@ -1,4 +1,5 @@
 import type Router from '@koa/router';
+import type { Middleware } from 'koa';
 import { createHash } from 'node:crypto';
 import type { FeedService } from '../../feed/feed-service.js';
 import { allValid, validationError, type SchemaRegistry } from '../../schemas/schema-registry.js';
@@ -10,9 +11,9 @@ import type { TokenVerifier } from '../../auth/token-verifier.js';
 
 export function registerEventsRoute(
   router: Router<GatewayState>,
-  deps: { verifier: TokenVerifier; schemas: SchemaRegistry; feed: FeedService },
+  deps: { verifier: TokenVerifier; schemas: SchemaRegistry; feed: FeedService; rateLimit: Middleware<GatewayState> },
 ): void {
-  router.get('/projects/:project_id/events', authenticate(deps.verifier, 'events:read'), async (ctx) => {
+  router.get('/projects/:project_id/events', authenticate(deps.verifier, 'events:read'), deps.rateLimit, async (ctx) => {
     const { orgId } = authOf(ctx.state);
     const [path, query] = allValid(
       deps.schemas.check('project-path.schema.json', { ...ctx.params }, 'path'),

@@ -65,6 +65,13 @@ describeOnEachStore('PATCH .../fleets/{fleet_id}/edge/policy', (gateway) => {
     });
   }
 
+  // Found by the fuzz suite: 1e400 parsed as Infinity and went to Kafka as null, which in a merge patch deletes the member.
+  it('rejects a number beyond a double with 400 instead of passing it on as null', async () => {
+    const res = await gw.call<ErrorEnvelope>('PATCH', policyPath(uuid()), { headers: { ...headers, 'content-type': 'application/json' }, body: '{"sync":{"every_s":1e400}}' });
+    expect(res.status).to.equal(400);
+    expect(res.body.message).to.have.key('body');
+  });
+
   it('rejects a missing body with 400', async () => {
     const res = await gw.call<ErrorEnvelope>('PATCH', policyPath(uuid()), { headers });
     expect(res.status).to.equal(400);
@@ -88,5 +95,12 @@ describeOnEachStore('PATCH .../fleets/{fleet_id}/edge/policy', (gateway) => {
     const res = await gw.call<ErrorEnvelope>('PATCH', policyPath('fleet-1'), { headers, body: {} });
     expect(res.status).to.equal(400);
     expect(res.body.message).to.have.property('path.fleet_id');
+  });
+
+  // Found by the fuzz suite: a urn:uuid: id passed validation and failed in the store with a 500.
+  it('rejects ids written as urn:uuid: with 400', async () => {
+    const res = await gw.call<ErrorEnvelope>('PATCH', `/projects/urn:uuid:${tenant.projectId}/fleets/urn:uuid:${uuid()}/edge/policy`, { headers, body: {} });
+    expect(res.status).to.equal(400);
+    expect(res.body.message).to.have.keys('path.project_id', 'path.fleet_id');
   });
 });

@@ -168,6 +168,29 @@ describeOnEachStore('POST .../devices/{device_id}/enroll', (gateway) => {
       expect(((await res.json()) as { data: { display_name: string } }).data.display_name).to.equal('zipped');
     });
 
+    // Found by the fuzz suite: an unknown Content-Encoding, GZIP in capitals included, answered 500.
+    it('takes a content coding in any case and refuses an unknown one with 415', async () => {
+      const { gzipSync } = await import('node:zlib');
+      const upper = await fetch(`${gw.baseUrl}${enrollPath(uuid())}`, {
+        method: 'POST',
+        headers: { ...headers, 'content-type': 'application/json', 'content-encoding': 'GZIP' },
+        body: gzipSync(JSON.stringify({ display_name: 'zipped' })),
+      });
+      expect(upper.status).to.equal(202);
+      for (const coding of ['x-junk', 'gzip, gzip', 'compress']) {
+        const res = await gw.call<ErrorEnvelope>('POST', enrollPath(uuid()), { headers: { ...headers, 'content-type': 'application/json', 'content-encoding': coding }, body: '{}' });
+        expect(res.status, coding).to.equal(415);
+        expect(schemas.check('error-envelope.schema.json', res.body).ok).to.equal(true);
+      }
+    });
+
+    // Found by the fuzz suite: a br body that is not brotli answered 500.
+    it('rejects a br body that is not brotli with 400', async () => {
+      const res = await gw.call<ErrorEnvelope>('POST', enrollPath(uuid()), { headers: { ...headers, 'content-type': 'application/json', 'content-encoding': 'br' }, body: 'abcde' });
+      expect(res.status).to.equal(400);
+      expect(res.body.message).to.equal('Undecodable body');
+    });
+
     it('rejects another content type with 415', async () => {
       const res = await gw.call<ErrorEnvelope>('POST', enrollPath(uuid()), { headers: { ...headers, 'content-type': 'text/plain' }, body: 'hello' });
       expect(res.status).to.equal(415);

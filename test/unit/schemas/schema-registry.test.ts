@@ -28,6 +28,16 @@ describe('schema registry', () => {
     }
   });
 
+  // Found by the fuzz suite: ajv-formats took "urn:uuid:<uuid>", and the store's UUID columns did not.
+  it('takes a uuid only as its plain 36 characters, in either case', () => {
+    const id = '0a1b2c3d-0000-4000-8000-00000000000f';
+    expect(schemas.check('project-path.schema.json', { project_id: id }, 'path').ok).to.equal(true);
+    expect(schemas.check('project-path.schema.json', { project_id: id.toUpperCase() }, 'path').ok).to.equal(true);
+    for (const bad of [`urn:uuid:${id}`, `{${id}}`, id.replace(/-/g, '')]) {
+      expect(schemas.check('project-path.schema.json', { project_id: bad }, 'path').ok, bad).to.equal(false);
+    }
+  });
+
   it('accepts every field of a full canonical event and rejects a missing one', () => {
     const event = {
       id: '11111111-1111-4111-8111-111111111111', org_id: '11111111-1111-4111-8111-111111111111', project_id: '11111111-1111-4111-8111-111111111111',
