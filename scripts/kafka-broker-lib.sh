@@ -1,4 +1,17 @@
-# Shared by kafka-start.sh and kafka-stop.sh (sourced, not run).
+# Shared by the kafka-*.sh scripts (sourced, not run).
+
+# The state file of node $2 (0-based) under state dir $1. Node 0's is broker.env, the
+# one file a single broker has always had, so readers that know only that file (the
+# stack scripts, test/support/infra.ts) keep working against node 0 of a cluster.
+node_state_file() {
+  if [[ "$2" == 0 ]]; then printf '%s/broker.env' "$1"; else printf '%s/broker-%s.env' "$1" "$2"; fi
+}
+
+# Prints KEY from a state file without clobbering the caller's variables.
+state_value() {
+  # shellcheck disable=SC1090
+  (source "$1" >/dev/null 2>&1; printf '%s' "${!2-}")
+}
 
 # True when the pid is alive and is a kafka.Kafka JVM using our data dir
 # (guards against touching an unrelated process that reused the pid).

@@ -1,6 +1,7 @@
 import { ConfigError, loadConfig } from './config.js';
 import { createLogger } from './logger.js';
 import { startRuntime } from './runtime/gateway-runtime.js';
+import { StartupError } from './startup-error.js';
 
 // After the HTTP drain: the producer's last acknowledgements, the consumer's last batch and commit, the store.
 const SHUTDOWN_FLUSH_BOUND_MS = 30_000;
@@ -47,6 +48,11 @@ async function main(): Promise<void> {
 }
 
 main().catch((error: unknown) => {
+  if (error instanceof StartupError) {
+    // A refusal the operator must fix (credentials, certificates, ACLs): one line says it all.
+    console.error(`core-gateway: failed to start: ${error.message}`);
+    process.exit(1);
+  }
   console.error('core-gateway: failed to start:', error);
   process.exit(1);
 });

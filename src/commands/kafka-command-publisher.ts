@@ -1,5 +1,6 @@
 import type { Kafka, Producer } from 'kafkajs';
 import { AppError } from '../errors.js';
+import { partitionLedger, sendCompletely } from '../kafka/complete-send.js';
 import { toKafkaError } from '../kafka/kafka-errors.js';
 import type { Logger } from '../logger.js';
 import type { GatewayMetrics } from '../metrics/gateway-metrics.js';
@@ -40,13 +41,21 @@ interface Lane {
   close(): Promise<void>;
 }
 
-function createLane(options: KafkaCommandPublisherOptions): Lane {
+function createLane(options: KafkaCommandPublisherOptions, logger: Logger): Lane {
   let producer: Promise<Producer> | undefined;
+  // A 2xx needs every command of a send written; kafkajs alone can drop a partition on a leader change.
+  const ledger = partitionLedger();
 
   function currentProducer(): Promise<Producer> {
     if (producer !== undefined) return producer;
     const attempt = (async () => {
-      const p = options.kafka.producer({ idempotent: true, maxInFlightRequests: 1, allowAutoTopicCreation: false, retry: PRODUCER_RETRY });
+      const p = options.kafka.producer({
+        idempotent: true,
+        maxInFlightRequests: 1,
+        allowAutoTopicCreation: false,
+        retry: PRODUCER_RETRY,
+        createPartitioner: ledger.createPartitioner,
+      });
       try {
         await p.connect();
       } catch (error) {
@@ -84,7 +93,9 @@ function createLane(options: KafkaCommandPublisherOptions): Lane {
       const started = process.hrtime.bigint();
       try {
         const p = await currentProducer();
-        await p.sendBatch({ acks: -1, topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })) });
+        await sendCompletely(p, ledger, { acks: -1, topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })) }, (missing) =>
+          logger.warn({ missing }, 'kafkajs acknowledged a send without some of its partitions; sending those again'),
+        );
       } catch (error) {
         for (const topic of topics) options.metrics.produceErrors.inc({ topic });
         await resetProducer();
@@ -129,7 +140,7 @@ function laneOf(key: string, lanes: number): number {
  */
 export function createKafkaCommandPublisher(options: KafkaCommandPublisherOptions): CommandPublisher {
   const logger = options.logger.child({ module: 'command-publisher' });
-  const lanes = Array.from({ length: options.producers }, () => createLane(options));
+  const lanes = Array.from({ length: options.producers }, () => createLane(options, logger));
 
   return {
     async publish(request) {

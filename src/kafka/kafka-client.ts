@@ -1,6 +1,7 @@
-import { Kafka, logLevel, type LogEntry, type logCreator } from 'kafkajs';
+import { Kafka, logLevel, type LogEntry, type logCreator, type RetryOptions } from 'kafkajs';
 import type { KafkaConfig } from '../config.js';
 import type { Logger } from '../logger.js';
+import { kafkaJsSecurityOptions } from './kafka-security.js';
 
 // kafkajs reports expected reconnects at ERROR; for an operator they are warnings.
 const LEVELS: Readonly<Record<number, 'warn' | 'info' | 'debug'>> = {
@@ -19,7 +20,14 @@ function pinoLogCreator(logger: Logger): logCreator {
   };
 }
 
-export function createKafkaClient(config: KafkaConfig, logger: Logger): Kafka {
+/**
+ * For a client that must not retry a failed connection: kafkajs retries connections on the
+ * client, whatever an admin or producer of it is told.
+ */
+export const ONE_ATTEMPT: RetryOptions = { retries: 0 };
+
+/** Connects and retries a failed connection as kafkajs does by default, unless `retry` says otherwise. */
+export function createKafkaClient(config: KafkaConfig, logger: Logger, retry?: RetryOptions): Kafka {
   return new Kafka({
     clientId: config.clientId,
     brokers: [...config.brokers],
@@ -27,5 +35,7 @@ export function createKafkaClient(config: KafkaConfig, logger: Logger): Kafka {
     logCreator: pinoLogCreator(logger),
     connectionTimeout: 3000,
     requestTimeout: 10_000,
+    ...kafkaJsSecurityOptions(config),
+    ...(retry === undefined ? {} : { retry }),
   });
 }

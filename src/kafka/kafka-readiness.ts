@@ -1,13 +1,19 @@
-import type { Admin, Kafka } from 'kafkajs';
-import type { ReadinessProbe } from '../readiness.js';
+import type { Admin } from 'kafkajs';
+import type { KafkaConfig } from '../config.js';
+import type { Logger } from '../logger.js';
+import { NotReady, type ReadinessProbe } from '../readiness.js';
+import { ONE_ATTEMPT, createKafkaClient } from './kafka-client.js';
+import { kafkaRefusal } from './kafka-errors.js';
 
 /**
  * Kafka answers when a broker returns the cluster's metadata. One admin client serves
  * every check, and checks that overlap share one request, so a load balancer polling
- * /readyz while the brokers are down does not pile requests up.
+ * /readyz while the brokers are down does not pile requests up. A check makes one attempt
+ * (the next poll is the retry), so a refusal by the brokers (credentials, certificate,
+ * host name, ACLs) is reported as what it is within the probe's deadline.
  */
-export function createKafkaReadiness(kafka: Kafka): ReadinessProbe & { close(): Promise<void> } {
-  const admin: Admin = kafka.admin();
+export function createKafkaReadiness(config: KafkaConfig, logger: Logger): ReadinessProbe & { close(): Promise<void> } {
+  const admin: Admin = createKafkaClient(config, logger, ONE_ATTEMPT).admin();
   let connected: Promise<void> | undefined;
   let inFlight: Promise<void> | undefined;
 
@@ -16,8 +22,18 @@ export function createKafkaReadiness(kafka: Kafka): ReadinessProbe & { close(): 
       connected = undefined;
       throw error;
     });
-    await connected;
-    await admin.describeCluster();
+    try {
+      await connected;
+      await admin.describeCluster();
+    } catch (error) {
+      // kafkajs swallows a failed reconnect inside describeCluster (it then fails on an empty
+      // answer), so the next check starts from a fresh connect, which says why it failed.
+      connected = undefined;
+      await admin.disconnect().catch(() => undefined);
+      const refusal = kafkaRefusal(error, config);
+      if (refusal !== undefined) throw new NotReady(refusal, { cause: error });
+      throw error;
+    }
   }
 
   return {

@@ -1,5 +1,6 @@
-import { ClickHouseLogLevel, createClient, type ClickHouseClient } from '@clickhouse/client';
+import { createClient, type ClickHouseClient } from '@clickhouse/client';
 import type { ClickHouseConfig } from '../config.js';
+import { clickHouseConnectionOptions } from './clickhouse-connection-options.js';
 import type { SqlParams, SqlTransport } from './sql-transport.js';
 import { toStoreError } from './store-errors.js';
 
@@ -19,13 +20,7 @@ const CLUSTER_SETTINGS = {
 
 /** A ClickHouse server over HTTP. Creates the configured database when it is missing. */
 export async function createClickHouseServerTransport(config: ClickHouseConfig): Promise<SqlTransport> {
-  const common = {
-    ...(config.username === undefined ? {} : { username: config.username }),
-    ...(config.password === undefined ? {} : { password: config.password }),
-    // The client's own logger prints failed queries with their SQL and bound values to the
-    // console; failures reach our logger as store errors instead, without them.
-    log: { level: ClickHouseLogLevel.OFF },
-  };
+  const common = clickHouseConnectionOptions(config);
   if (config.database !== 'default') {
     const bootstrap = createClient({ url: config.url, ...common, request_timeout: config.requestTimeoutMs });
     try {

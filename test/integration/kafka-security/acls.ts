@@ -1,0 +1,83 @@
+import { AclOperationTypes, AclPermissionTypes, AclResourceTypes, ResourcePatternTypes, type Kafka } from 'kafkajs';
+
+/** The names one deployment uses: its topics and the ingest group. */
+export interface Deployment {
+  readonly events: string;
+  readonly enrollments: string;
+  readonly edgePolicies: string;
+  readonly deadLetter: string;
+  readonly group: string;
+}
+
+export interface Grant {
+  readonly resource: 'topic' | 'group' | 'cluster';
+  /** A literal name; the cluster's is kafka-cluster. */
+  readonly name: string;
+  readonly operation: 'READ' | 'WRITE' | 'CREATE' | 'DESCRIBE' | 'DESCRIBE_CONFIGS';
+}
+
+const topic = (name: string, operation: Grant['operation']): Grant => ({ resource: 'topic', name, operation });
+
+/** ROLE=gateway with KAFKA_CREATE_TOPICS=false, as docs/kafka-contract.md lists it. */
+export function gatewayGrants(d: Deployment): Grant[] {
+  return [d.enrollments, d.edgePolicies].flatMap((name) => [topic(name, 'WRITE'), topic(name, 'DESCRIBE_CONFIGS')]);
+}
+
+/** ROLE=consumer with KAFKA_CREATE_TOPICS=false, as docs/kafka-contract.md lists it. */
+export function consumerGrants(d: Deployment): Grant[] {
+  return [
+    ...[d.events, d.enrollments, d.edgePolicies].map((name) => topic(name, 'READ')),
+    topic(d.deadLetter, 'WRITE'),
+    topic(d.deadLetter, 'DESCRIBE_CONFIGS'),
+    { resource: 'group', name: d.group, operation: 'READ' },
+  ];
+}
+
+/** What KAFKA_CREATE_TOPICS=true adds: CREATE on each topic the role uses. */
+export function createGrants(topics: readonly string[]): Grant[] {
+  return topics.map((name) => topic(name, 'CREATE'));
+}
+
+const RESOURCE = { topic: AclResourceTypes.TOPIC, group: AclResourceTypes.GROUP, cluster: AclResourceTypes.CLUSTER } as const;
+
+/** Creates the ACLs as the super user: `user` may do what `grants` allow, from any host. */
+export async function grant(admin: Kafka, user: string, grants: readonly Grant[]): Promise<void> {
+  const client = admin.admin();
+  await client.connect();
+  try {
+    await client.createAcls({
+      acl: grants.map((g) => ({
+        resourceType: RESOURCE[g.resource],
+        resourceName: g.name,
+        resourcePatternType: ResourcePatternTypes.LITERAL,
+        principal: `User:${user}`,
+        host: '*',
+        operation: AclOperationTypes[g.operation],
+        permissionType: AclPermissionTypes.ALLOW,
+      })),
+    });
+  } finally {
+    await client.disconnect();
+  }
+}
+
+/** Everything on topics and groups whose names start with `prefix`: for tests that are not about ACLs. */
+export async function grantPrefix(admin: Kafka, user: string, prefix: string): Promise<void> {
+  const client = admin.admin();
+  await client.connect();
+  try {
+    await client.createAcls({
+      acl: [AclResourceTypes.TOPIC, AclResourceTypes.GROUP].map((resourceType) => ({
+        resourceType,
+        resourceName: prefix,
+        resourcePatternType: ResourcePatternTypes.PREFIXED,
+        principal: `User:${user}`,
+        host: '*',
+        operation: AclOperationTypes.ALL,
+        permissionType: AclPermissionTypes.ALLOW,
+      })),
+    });
+  } finally {
+    await client.disconnect();
+  }
+}
