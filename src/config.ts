@@ -3,14 +3,12 @@
  * A bad value throws ConfigError naming the variable; main() prints that one line and exits.
  * Variable names are part of the product's contract (docs/configuration.md).
  */
-export class ConfigError extends Error {
-  readonly variable: string;
-  constructor(variable: string, problem: string) {
-    super(`${variable}: ${problem}`);
-    this.name = 'ConfigError';
-    this.variable = variable;
-  }
-}
+import { flag, optional, type Env } from './config-env.js';
+import { ConfigError } from './config-error.js';
+import { certificatesFile, secretVariable } from './config-files.js';
+import { parseKafkaSecurity, type KafkaSecurityConfig } from './kafka/kafka-security-config.js';
+
+export { ConfigError };
 
 export type Role = 'gateway' | 'consumer' | 'all';
 
@@ -25,6 +23,8 @@ export interface ClickHouseConfig {
   readonly url: string;
   readonly username: string | undefined;
   readonly password: string | undefined;
+  /** PEM CA bundle trusted for an https:// URL instead of Node's built-in roots (CLICKHOUSE_CA_FILE). */
+  readonly ca: string | undefined;
   readonly database: string;
   /** Longest wait for one answer from the server; past it the request fails as unavailable (503). */
   readonly requestTimeoutMs: number;
@@ -40,17 +40,42 @@ export interface TopicsConfig {
   readonly deadLetter: string;
 }
 
-export interface KafkaConfig {
+/** Bounds on how long one client may hold a connection of the HTTP server (docs/decisions/requests-and-errors.md). */
+export interface HttpServerConfig {
+  /** From the first byte of a request until its headers are complete (HTTP_HEADERS_TIMEOUT_MS). */
+  readonly headersTimeoutMs: number;
+  /** From the first byte of a request until it has arrived in full, body included (HTTP_REQUEST_TIMEOUT_MS). */
+  readonly requestTimeoutMs: number;
+  /** How long an idle keep-alive connection waits for its next request (HTTP_KEEP_ALIVE_TIMEOUT_MS). */
+  readonly keepAliveTimeoutMs: number;
+}
+
+/** A token bucket per organization: `perSecond` tokens a second, holding at most `burst` (RATE_LIMIT_PER_ORG, RATE_LIMIT_BURST). */
+export interface RateLimitConfig {
+  readonly perSecond: number;
+  readonly burst: number;
+}
+
+/** With `ssl` and `sasl` (KAFKA_SSL..., KAFKA_SASL...: src/kafka/kafka-security-config.ts). */
+export interface KafkaConfig extends KafkaSecurityConfig {
   readonly brokers: readonly string[];
   readonly clientId: string;
   readonly consumerGroup: string;
-  /** Partitions and replication factor for topics the gateway creates when they are missing. */
+  /** Partitions of topics the gateway creates when they are missing. */
   readonly partitions: number;
-  readonly replicationFactor: number;
+  /**
+   * Replication factor and min.insync.replicas of topics the gateway creates
+   * (KAFKA_REPLICATION_FACTOR, KAFKA_MIN_INSYNC_REPLICAS); undefined is decided at start
+   * from the number of brokers (src/kafka/replication.ts).
+   */
+  readonly replicationFactor: number | undefined;
+  readonly minInsyncReplicas: number | undefined;
   /** Idempotent producers per gateway process that send side by side (KAFKA_PRODUCERS). */
   readonly producers: number;
   /** How long the group waits for a silent ingest consumer before its partitions move to another (KAFKA_SESSION_TIMEOUT_MS). */
   readonly sessionTimeoutMs: number;
+  /** Whether missing topics are created at start (KAFKA_CREATE_TOPICS); otherwise their absence stops the start. */
+  readonly createTopics: boolean;
 }
 
 export interface Config {
@@ -71,19 +96,29 @@ export interface Config {
   readonly cursorSecret: string | undefined;
   /** Upper bound on the wait for Kafka to acknowledge a command before answering 503. */
   readonly commandTimeoutMs: number;
+  readonly http: HttpServerConfig;
+  /** Undefined when RATE_LIMIT_PER_ORG is unset or 0: no limit. */
+  readonly rateLimit: RateLimitConfig | undefined;
   /** On SIGTERM, how long requests in flight and open connections get before they are cut (SHUTDOWN_GRACE_MS). */
   readonly shutdownGraceMs: number;
   readonly ingest: { readonly batchSize: number; readonly batchWaitMs: number };
+  /** The live tail, GET .../events/stream (docs/decisions/live-tail.md). */
+  readonly liveTail: LiveTailConfig;
 }
 
-type Env = Readonly<Record<string, string | undefined>>;
+export interface LiveTailConfig {
+  /** Rows ingested less than this long ago are not read yet: inserts become visible out of ingested_at order (STREAM_SETTLE_MS). */
+  readonly settleMs: number;
+  /** Pause between polls of an idle stream (STREAM_POLL_MS). */
+  readonly pollMs: number;
+  /** A comment line after this long without any other line (STREAM_HEARTBEAT_MS). */
+  readonly heartbeatMs: number;
+  /** Open streams per organization on one gateway process (STREAM_MAX_PER_ORG). */
+  readonly maxPerOrg: number;
+}
+
 
 const MIN_HS256_SECRET_BYTES = 32;
-
-function optional(env: Env, name: string): string | undefined {
-  const value = env[name]?.trim();
-  return value === undefined || value === '' ? undefined : value;
-}
 
 function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
   const raw = optional(env, name);
@@ -124,6 +159,16 @@ function parseBrokers(env: Env): string[] | undefined {
   return brokers;
 }
 
+function parseReplication(env: Env): Pick<KafkaConfig, 'replicationFactor' | 'minInsyncReplicas'> {
+  const replicationFactor = optional(env, 'KAFKA_REPLICATION_FACTOR') === undefined ? undefined : integer(env, 'KAFKA_REPLICATION_FACTOR', 0, 1, 16);
+  const minInsyncReplicas = optional(env, 'KAFKA_MIN_INSYNC_REPLICAS') === undefined ? undefined : integer(env, 'KAFKA_MIN_INSYNC_REPLICAS', 0, 1, 16);
+  // More required acknowledgements than copies would refuse every write.
+  if (replicationFactor !== undefined && minInsyncReplicas !== undefined && minInsyncReplicas > replicationFactor) {
+    throw new ConfigError('KAFKA_MIN_INSYNC_REPLICAS', `must not exceed KAFKA_REPLICATION_FACTOR (${replicationFactor}), got ${minInsyncReplicas}`);
+  }
+  return { replicationFactor, minInsyncReplicas };
+}
+
 function parseClickHouse(env: Env): ClickHouseConfig | undefined {
   const raw = optional(env, 'CLICKHOUSE_URL');
   if (raw === undefined) return undefined;
@@ -138,7 +183,7 @@ function parseClickHouse(env: Env): ClickHouseConfig | undefined {
   }
   // Credentials and database may sit in the URL or beside it; the variables win.
   const username = optional(env, 'CLICKHOUSE_USER') ?? (url.username ? decodeURIComponent(url.username) : undefined);
-  const password = optional(env, 'CLICKHOUSE_PASSWORD') ?? (url.password ? decodeURIComponent(url.password) : undefined);
+  const password = secretVariable(env, 'CLICKHOUSE_PASSWORD') ?? (url.password ? decodeURIComponent(url.password) : undefined);
   const pathDatabase = url.pathname.replace(/^\/+|\/+$/g, '');
   const database = optional(env, 'CLICKHOUSE_DATABASE') ?? (pathDatabase || 'default');
   if (!/^[a-zA-Z_][a-zA-Z0-9_]*$/.test(database)) {
@@ -148,7 +193,30 @@ function parseClickHouse(env: Env): ClickHouseConfig | undefined {
   url.password = '';
   url.pathname = '/';
   const requestTimeoutMs = integer(env, 'CLICKHOUSE_REQUEST_TIMEOUT_MS', 10_000, 100, 600_000);
-  return { url: url.toString().replace(/\/$/, ''), username, password, database, requestTimeoutMs, cluster: parseCluster(env) };
+  if (url.protocol !== 'https:' && optional(env, 'CLICKHOUSE_CA_FILE') !== undefined) {
+    throw new ConfigError('CLICKHOUSE_CA_FILE', 'applies only to an https:// CLICKHOUSE_URL');
+  }
+  const ca = certificatesFile(env, 'CLICKHOUSE_CA_FILE')?.pem;
+  return { url: url.toString().replace(/\/$/, ''), username, password, ca, database, requestTimeoutMs, cluster: parseCluster(env) };
+}
+
+function parseHttpServer(env: Env): HttpServerConfig {
+  const headersTimeoutMs = integer(env, 'HTTP_HEADERS_TIMEOUT_MS', 10_000, 100, 600_000);
+  const requestTimeoutMs = integer(env, 'HTTP_REQUEST_TIMEOUT_MS', 30_000, 100, 3_600_000);
+  // Node refuses a headers timeout longer than the request timeout, and it would mean nothing.
+  if (headersTimeoutMs > requestTimeoutMs) {
+    throw new ConfigError('HTTP_HEADERS_TIMEOUT_MS', `must not exceed HTTP_REQUEST_TIMEOUT_MS (${requestTimeoutMs}), got ${headersTimeoutMs}`);
+  }
+  return { headersTimeoutMs, requestTimeoutMs, keepAliveTimeoutMs: integer(env, 'HTTP_KEEP_ALIVE_TIMEOUT_MS', 5000, 100, 600_000) };
+}
+
+function parseRateLimit(env: Env): RateLimitConfig | undefined {
+  const perSecond = integer(env, 'RATE_LIMIT_PER_ORG', 0, 0, 1_000_000);
+  if (perSecond === 0) {
+    if (optional(env, 'RATE_LIMIT_BURST') !== undefined) throw new ConfigError('RATE_LIMIT_BURST', 'applies only with RATE_LIMIT_PER_ORG');
+    return undefined;
+  }
+  return { perSecond, burst: integer(env, 'RATE_LIMIT_BURST', perSecond, 1, 1_000_000) };
 }
 
 function parseCluster(env: Env): ClickHouseConfig['cluster'] {
@@ -211,6 +279,7 @@ export function loadConfig(env: Env): Config {
   const brokers = parseBrokers(env);
   const clickhouse = parseClickHouse(env);
   const embedded = brokers === undefined && clickhouse === undefined;
+  const kafkaSecurity = parseKafkaSecurity(env, brokers !== undefined);
   if (role !== 'all' && clickhouse === undefined) {
     // chDB's data directory belongs to one process, so split roles need a ClickHouse server.
     throw new ConfigError('ROLE', `"${role}" needs CLICKHOUSE_URL; the embedded store serves only ROLE=all`);
@@ -237,10 +306,12 @@ export function loadConfig(env: Env): Config {
             clientId: optional(env, 'KAFKA_CLIENT_ID') ?? 'core-gateway',
             consumerGroup: optional(env, 'KAFKA_CONSUMER_GROUP') ?? 'core-gateway-ingest',
             partitions: integer(env, 'KAFKA_TOPIC_PARTITIONS', 6, 1, 10_000),
-            replicationFactor: integer(env, 'KAFKA_REPLICATION_FACTOR', 1, 1, 16),
+            ...parseReplication(env),
             producers: integer(env, 'KAFKA_PRODUCERS', 1, 1, 64),
             // Brokers refuse sessions under group.min.session.timeout.ms, 6 s by default.
             sessionTimeoutMs: integer(env, 'KAFKA_SESSION_TIMEOUT_MS', 10_000, 6000, 1_800_000),
+            createTopics: flag(env, 'KAFKA_CREATE_TOPICS', true),
+            ...kafkaSecurity,
           },
     clickhouse,
     topics: {
@@ -254,10 +325,18 @@ export function loadConfig(env: Env): Config {
     audience: optional(env, 'AUTH_AUDIENCE'),
     cursorSecret: optional(env, 'CURSOR_SECRET'),
     commandTimeoutMs: integer(env, 'COMMAND_TIMEOUT_MS', 5000, 100, 120_000),
+    http: parseHttpServer(env),
+    rateLimit: parseRateLimit(env),
     shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
     ingest: {
       batchSize: integer(env, 'INGEST_BATCH_SIZE', 5000, 1, 1_000_000),
       batchWaitMs: integer(env, 'INGEST_BATCH_WAIT_MS', 200, 0, 60_000),
+    },
+    liveTail: {
+      settleMs: integer(env, 'STREAM_SETTLE_MS', 2000, 0, 600_000),
+      pollMs: integer(env, 'STREAM_POLL_MS', 500, 10, 60_000),
+      heartbeatMs: integer(env, 'STREAM_HEARTBEAT_MS', 15_000, 100, 300_000),
+      maxPerOrg: integer(env, 'STREAM_MAX_PER_ORG', 20, 1, 100_000),
     },
   };
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(config.logLevel)) {

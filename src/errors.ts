@@ -14,6 +14,10 @@ export const errorCodes = {
   BODY_TOO_LARGE: { status: 413, retriable: false },
   UNSUPPORTED_MEDIA_TYPE: { status: 415, retriable: false },
   IDEMPOTENCY_KEY_REUSED: { status: 422, retriable: false },
+  // The organization's live tails on this process are all taken; one frees when a stream closes.
+  TOO_MANY_STREAMS: { status: 429, retriable: true },
+  // The organization used up its request rate on this process (RATE_LIMIT_PER_ORG); Retry-After says when a request fits again.
+  RATE_LIMITED: { status: 429, retriable: true },
   UPSTREAM_UNAVAILABLE: { status: 503, retriable: true },
   INTERNAL: { status: 500, retriable: false },
 } as const satisfies Record<string, { status: number; retriable: boolean }>;
@@ -28,6 +32,8 @@ export interface AppErrorOptions {
   detail?: string;
   fields?: FieldErrors;
   cause?: unknown;
+  /** Whole seconds until a retry can succeed, sent as Retry-After. */
+  retryAfterSeconds?: number;
 }
 
 export class AppError extends Error {
@@ -36,6 +42,7 @@ export class AppError extends Error {
   readonly retriable: boolean;
   readonly detail: string;
   readonly fields: FieldErrors | undefined;
+  readonly retryAfterSeconds: number | undefined;
 
   constructor(code: ErrorCode, message: string, options: AppErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
@@ -45,6 +52,7 @@ export class AppError extends Error {
     this.retriable = errorCodes[code].retriable;
     this.detail = options.detail ?? message;
     this.fields = options.fields;
+    this.retryAfterSeconds = options.retryAfterSeconds;
   }
 }
 

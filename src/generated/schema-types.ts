@@ -71,11 +71,40 @@ export interface EdgePolicyCommand {
 }
 
 /**
- * Body of PATCH .../edge/policy: a JSON Merge Patch (RFC 7386) document, which here must be an object.
+ * Body of PATCH .../edge/policy: a JSON Merge Patch (RFC 7386) document, which here must be an object. Its members are bounded as EdgePolicyValue says.
  */
 export interface EdgePolicyPatch {
-  [k: string]: unknown;
+  [k: string]: EdgePolicyValue;
 }
+
+/**
+ * Any JSON value inside an edge policy patch, bounded at every depth so that a patch stays a policy and never carries a blob: member names of at most 128 characters, strings of at most 4096, at most 256 members per object and 1024 items per array. Nesting is bounded for every request body (32 levels), and the whole body to 64 KiB.
+ *
+ * @maxItems 1024
+ */
+export type EdgePolicyValue =
+  | {
+      [k: string]: EdgePolicyValue1;
+    }
+  | EdgePolicyValue1[]
+  | string
+  | number
+  | boolean
+  | null;
+/**
+ * Any JSON value inside an edge policy patch, bounded at every depth so that a patch stays a policy and never carries a blob: member names of at most 128 characters, strings of at most 4096, at most 256 members per object and 1024 items per array. Nesting is bounded for every request body (32 levels), and the whole body to 64 KiB.
+ *
+ * @maxItems 1024
+ */
+export type EdgePolicyValue1 =
+  | {
+      [k: string]: EdgePolicyValue1;
+    }
+  | EdgePolicyValue1[]
+  | string
+  | number
+  | boolean
+  | null;
 
 /**
  * data of the 202 answer to an enroll request.
@@ -162,6 +191,17 @@ export interface EventsQuery {
    * Only events that occurred before this instant (RFC 3339, any offset).
    */
   until?: string;
+}
+
+/**
+ * Query string of GET /projects/{project_id}/events/stream, the live tail (an extension beyond v1). The feed's filters, with the same limits; cursor, limit, since and until belong to the paged feed and are refused here.
+ */
+export interface EventsStreamQuery {
+  domain?: string;
+  entity?: string;
+  action?: string;
+  device_id?: string;
+  fleet_id?: string;
 }
 
 /**

@@ -4,6 +4,7 @@ import type { TokenVerifier } from '../auth/token-verifier.js';
 import type { EnrollDevice } from '../commands/enroll-device.js';
 import type { UpdateEdgePolicy } from '../commands/update-edge-policy.js';
 import type { FeedService } from '../feed/feed-service.js';
+import type { LiveTail } from '../feed/live-tail.js';
 import type { Logger } from '../logger.js';
 import type { GatewayMetrics } from '../metrics/gateway-metrics.js';
 import type { ReadinessProbe } from '../readiness.js';
@@ -14,8 +15,11 @@ import { requestContext } from './request-context.js';
 import { registerEdgePolicyRoute } from './routes/edge-policy-route.js';
 import { registerEnrollRoute } from './routes/enroll-route.js';
 import { registerEventsRoute } from './routes/events-route.js';
+import { registerEventsStreamRoute } from './routes/events-stream-route.js';
 import { registerOpsRoutes } from './routes/ops-routes.js';
 import { registerOpenApiRoute } from './routes/openapi-route.js';
+import type { OrgRateLimiter } from './org-rate-limiter.js';
+import { rateLimit } from './rate-limit.js';
 import type { GatewayState } from './state.js';
 
 export const API_PREFIX = '/core/api/v1';
@@ -24,8 +28,11 @@ export interface ApiDependencies {
   readonly verifier: TokenVerifier;
   readonly schemas: SchemaRegistry;
   readonly feed: FeedService;
+  readonly liveTail: LiveTail;
   readonly enroll: EnrollDevice;
   readonly updateEdgePolicy: UpdateEdgePolicy;
+  /** The per-organization rate limit of the three v1 operations; undefined is no limit. */
+  readonly rateLimiter: OrgRateLimiter | undefined;
 }
 
 export interface AppDependencies {
@@ -50,9 +57,12 @@ export function createApp(deps: AppDependencies): Koa<GatewayState> {
   const api = new Router<GatewayState>({ prefix: API_PREFIX });
   if (deps.api !== undefined) {
     registerOpenApiRoute(api);
-    registerEventsRoute(api, deps.api);
-    registerEnrollRoute(api, deps.api);
-    registerEdgePolicyRoute(api, deps.api);
+    // The three v1 operations spend the organization's tokens (RATE_LIMIT_PER_ORG).
+    const limited = { ...deps.api, rateLimit: rateLimit(deps.api.rateLimiter, deps.metrics) };
+    registerEventsRoute(api, limited);
+    registerEventsStreamRoute(api, deps.api);
+    registerEnrollRoute(api, limited);
+    registerEdgePolicyRoute(api, limited);
   }
 
   app.use(requestContext(deps.logger));

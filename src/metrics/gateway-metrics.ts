@@ -10,6 +10,8 @@ export interface GatewayMetrics {
   readonly ingestBatchSize: Histogram;
   readonly insertDuration: Histogram;
   readonly deadLettered: Counter<'reason'>;
+  /** Requests refused with 429 by the per-organization rate limit, by route template (never by organization: one series each would be unbounded). */
+  readonly rateLimited: Counter<'route'>;
 }
 
 // From a loopback answer to a slow dependency: the API answers in milliseconds, a timeout in seconds.
@@ -50,5 +52,6 @@ export function createGatewayMetrics(): GatewayMetrics {
     }),
     insertDuration: new Histogram({ name: 'ingest_insert_duration_seconds', help: 'Time of one ingest store write.', buckets: LATENCY_BUCKETS, registers }),
     deadLettered: new Counter({ name: 'ingest_dead_lettered_total', help: 'Messages sent to the dead-letter topic, by reason.', labelNames: ['reason'], registers }),
+    rateLimited: new Counter({ name: 'http_rate_limited_total', help: 'Requests refused by the per-organization rate limit, by route template.', labelNames: ['route'], registers }),
   };
 }

@@ -59,6 +59,15 @@ function errors(...statuses: number[]): JsonObject {
   return Object.fromEntries(statuses.map((status) => [String(status), { description: ERROR_MEANINGS[status]!, ...json(ref('error-envelope.schema.json')) }]));
 }
 
+/** The per-organization rate limit's answer on the three v1 operations; made anew each time, as tools that resolve $ref rewrite it in place. */
+const rateLimited = (): JsonObject => ({
+  '429': {
+    description: 'The organization is over its request rate on this gateway (RATE_LIMIT_PER_ORG, when set); retry after Retry-After.',
+    headers: { 'Retry-After': { description: 'Whole seconds, at least 1, until a request fits the rate again.', schema: { type: 'integer', minimum: 1 } } },
+    ...json(ref('error-envelope.schema.json')),
+  },
+});
+
 const idempotencyKey: JsonObject = {
   name: 'Idempotency-Key',
   in: 'header',
@@ -112,6 +121,40 @@ export function openApiDocument(): JsonObject {
             },
             '304': { description: 'Not modified: the page still has the ETag given in If-None-Match.' },
             ...errors(400, 401, 403, 500, 503),
+            ...rateLimited(),
+          },
+        },
+      },
+      '/projects/{project_id}/events/stream': {
+        get: {
+          operationId: 'streamCanonicalEvents',
+          summary: 'A live tail of a project\'s canonical events as Server-Sent Events (extension beyond v1), in ingestion order.',
+          description:
+            'Needs the events:read permission and takes the feed\'s filters; cursor, limit, since and until are refused. Events come in the order they were ingested, so late telemetry still arrives, each as `id: <position>` and one `data:` line of CanonicalEvent JSON; `: heartbeat` comments keep an idle stream open. Without Last-Event-ID the stream starts with new events; with it, it sends exactly the events after that one. See docs/decisions/live-tail.md.',
+          parameters: [
+            ...parameters('project-path.schema.json', 'path'),
+            ...parameters('events-stream-query.schema.json', 'query'),
+            {
+              name: 'Last-Event-ID',
+              in: 'header',
+              required: false,
+              description: 'The id of the last event received: the stream resumes right after it, with no gap and no repeat.',
+              // The same rule src/feed/tail-position.ts enforces before decoding.
+              schema: { type: 'string', pattern: '^[A-Za-z0-9_-]{34}$' },
+            },
+          ],
+          responses: {
+            '200': {
+              description: 'The stream: `retry: 2000` first, then one message per event (`id:` and `data:`, no `event:` field) and heartbeat comments, until the client or the gateway closes it.',
+              content: { 'text/event-stream': { schema: { type: 'string' } } },
+            },
+            ...errors(400, 401, 403),
+            '429': {
+              description: 'The organization has as many live tails open on this gateway as it may (STREAM_MAX_PER_ORG); retry after Retry-After.',
+              headers: { 'Retry-After': { description: 'Seconds to wait before opening again.', schema: { type: 'integer' } } },
+              ...json(ref('error-envelope.schema.json')),
+            },
+            ...errors(500, 503),
           },
         },
       },
@@ -125,6 +168,7 @@ export function openApiDocument(): JsonObject {
           responses: {
             '202': { description: 'Enrollment queued.', ...json(envelope(ref('enrollment-accepted.schema.json'))) },
             ...errors(400, 401, 403, 413, 415, 422, 500, 503),
+            ...rateLimited(),
           },
         },
       },
@@ -138,6 +182,7 @@ export function openApiDocument(): JsonObject {
           responses: {
             '200': { description: 'Update accepted.', ...json(envelope(ref('edge-policy-accepted.schema.json'))) },
             ...errors(400, 401, 403, 413, 415, 500, 503),
+            ...rateLimited(),
           },
         },
       },

@@ -9,7 +9,9 @@ import { createUpdateEdgePolicy } from '../commands/update-edge-policy.js';
 import type { Config } from '../config.js';
 import { createCursorCodec } from '../feed/cursor.js';
 import { createFeedService } from '../feed/feed-service.js';
+import { createLiveTail } from '../feed/live-tail.js';
 import { createApp, type ApiDependencies } from '../http/app.js';
+import { createOrgRateLimiter } from '../http/org-rate-limiter.js';
 import { createEventIngestor, type EventIngestor } from '../ingest/event-ingestor.js';
 import { createKafkaReadiness } from '../kafka/kafka-readiness.js';
 import type { Logger } from '../logger.js';
@@ -59,12 +61,14 @@ function apiDependencies(
     verifier: createVerifier(config, logger),
     schemas: parts.schemas,
     feed: createFeedService({ store: parts.store, cursors: createCursorCodec(cursorKey(config, logger)) }),
+    liveTail: createLiveTail({ store: parts.store, settings: config.liveTail, logger }),
     enroll: createEnrollDevice({
       publisher: parts.publisher,
       idempotency: createClickHouseIdempotencyStore(parts.transport),
       topic: config.topics.enrollmentCommands,
       env,
     }),
+    rateLimiter: config.rateLimit === undefined ? undefined : createOrgRateLimiter(config.rateLimit),
     updateEdgePolicy: createUpdateEdgePolicy({ publisher: parts.publisher, topic: config.topics.edgePolicyCommands, env }),
   };
 }
@@ -90,7 +94,7 @@ export async function startRuntime(config: Config, logger: Logger, env: CommandE
     let kafka: Kafka | undefined;
     if (config.kafka !== undefined) {
       kafka = await openKafka(config, config.kafka, logger);
-      const kafkaReadiness = createKafkaReadiness(kafka);
+      const kafkaReadiness = createKafkaReadiness(config.kafka, logger);
       readiness.push(kafkaReadiness);
       closers.push(() => kafkaReadiness.close());
       if (config.role !== 'gateway') {
@@ -118,13 +122,16 @@ export async function startRuntime(config: Config, logger: Logger, env: CommandE
     let ops: HttpServer | undefined;
     if (config.opsPort !== undefined) {
       // The app with no API is the operations surface alone; it closes last, so probes see the shutdown.
-      ops = await startHttpServer(createApp({ logger, api: undefined, readiness, metrics, withOpsRoutes: true }), config.opsPort, config.host);
+      ops = await startHttpServer(createApp({ logger, api: undefined, readiness, metrics, withOpsRoutes: true }), config.opsPort, config.host, config.http);
       const opsServer = ops;
       closers.push(() => opsServer.close(0));
     }
-    const http = await startHttpServer(createApp({ logger, api, readiness, metrics, withOpsRoutes: !separateOps }), config.port, config.host);
+    const http = await startHttpServer(createApp({ logger, api, readiness, metrics, withOpsRoutes: !separateOps }), config.port, config.host, config.http);
     // Requests in flight finish before the publisher behind them is flushed and closed.
     closers.push(() => http.close(config.shutdownGraceMs));
+    // Open live tails never finish on their own: they end first, or the drain would wait out its whole grace on them.
+    const liveTail = api?.liveTail;
+    if (liveTail !== undefined) closers.push(() => liveTail.closeAll());
     closers.push(async () => {
       closing = true;
     });

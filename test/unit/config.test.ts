@@ -1,5 +1,9 @@
 import { expect } from 'chai';
+import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { ConfigError, loadConfig } from '../../src/config.js';
+import { clickHouseConnectionOptions } from '../../src/store/clickhouse-connection-options.js';
 
 const SECRET = 's'.repeat(32);
 
@@ -36,7 +40,7 @@ describe('loadConfig', () => {
     });
     expect(config.kafka?.brokers).to.deep.equal(['a:9092', 'b:9093']);
     expect(config.topics.events).to.deep.equal(['platform.events', 'legacy.events']);
-    expect(config.clickhouse).to.deep.equal({ url: 'http://ch:8123', username: 'u@x', password: 'p:w', database: 'telemetry', requestTimeoutMs: 10_000, cluster: undefined });
+    expect(config.clickhouse).to.deep.equal({ url: 'http://ch:8123', username: 'u@x', password: 'p:w', ca: undefined, database: 'telemetry', requestTimeoutMs: 10_000, cluster: undefined });
   });
 
   it('lets CLICKHOUSE_USER, _PASSWORD and _DATABASE beside the URL win', () => {
@@ -71,6 +75,11 @@ describe('loadConfig', () => {
     [{ LOG_LEVEL: 'loud' }, 'LOG_LEVEL'],
     [{ CURSOR_SECRET: 'short' }, 'CURSOR_SECRET'],
     [{ COMMAND_TIMEOUT_MS: '5' }, 'COMMAND_TIMEOUT_MS'],
+    [{ STREAM_SETTLE_MS: '2s' }, 'STREAM_SETTLE_MS'],
+    [{ STREAM_POLL_MS: '5' }, 'STREAM_POLL_MS'],
+    [{ STREAM_HEARTBEAT_MS: '0' }, 'STREAM_HEARTBEAT_MS'],
+    [{ STREAM_MAX_PER_ORG: '0' }, 'STREAM_MAX_PER_ORG'],
+    [{ STREAM_MAX_PER_ORG: '-1' }, 'STREAM_MAX_PER_ORG'],
     [{ SHUTDOWN_GRACE_MS: 'soon' }, 'SHUTDOWN_GRACE_MS'],
     [{ PORT: '9000', OPS_PORT: '9000' }, 'OPS_PORT'],
     [{ OPS_PORT: 'ops' }, 'OPS_PORT'],
@@ -78,6 +87,19 @@ describe('loadConfig', () => {
     [{ CLICKHOUSE_URL: 'http://ch', AUTH_JWT_SECRET: SECRET, CLICKHOUSE_CLUSTER: 'a b' }, 'CLICKHOUSE_CLUSTER'],
     [{ CLICKHOUSE_URL: 'http://ch', AUTH_JWT_SECRET: SECRET, CLICKHOUSE_CLUSTER: 'c', CLICKHOUSE_CLUSTER_REPLICATED: 'no' }, 'CLICKHOUSE_CLUSTER_REPLICATED'],
     [{ CLICKHOUSE_URL: 'http://ch', AUTH_JWT_SECRET: SECRET, CLICKHOUSE_CLUSTER_REPLICATED: 'false' }, 'CLICKHOUSE_CLUSTER_REPLICATED'],
+    [{ HTTP_HEADERS_TIMEOUT_MS: '10s' }, 'HTTP_HEADERS_TIMEOUT_MS'],
+    [{ HTTP_HEADERS_TIMEOUT_MS: '50' }, 'HTTP_HEADERS_TIMEOUT_MS'],
+    [{ HTTP_REQUEST_TIMEOUT_MS: '0' }, 'HTTP_REQUEST_TIMEOUT_MS'],
+    [{ HTTP_HEADERS_TIMEOUT_MS: '20000', HTTP_REQUEST_TIMEOUT_MS: '10000' }, 'HTTP_HEADERS_TIMEOUT_MS'],
+    [{ HTTP_KEEP_ALIVE_TIMEOUT_MS: '0' }, 'HTTP_KEEP_ALIVE_TIMEOUT_MS'],
+    [{ RATE_LIMIT_PER_ORG: '-1' }, 'RATE_LIMIT_PER_ORG'],
+    [{ RATE_LIMIT_PER_ORG: '2.5' }, 'RATE_LIMIT_PER_ORG'],
+    [{ RATE_LIMIT_PER_ORG: '10', RATE_LIMIT_BURST: '0' }, 'RATE_LIMIT_BURST'],
+    [{ RATE_LIMIT_BURST: '10' }, 'RATE_LIMIT_BURST'],
+    [{ KAFKA_BROKERS: 'k:9092', AUTH_JWT_SECRET: SECRET, KAFKA_REPLICATION_FACTOR: '0' }, 'KAFKA_REPLICATION_FACTOR'],
+    [{ KAFKA_BROKERS: 'k:9092', AUTH_JWT_SECRET: SECRET, KAFKA_REPLICATION_FACTOR: 'three' }, 'KAFKA_REPLICATION_FACTOR'],
+    [{ KAFKA_BROKERS: 'k:9092', AUTH_JWT_SECRET: SECRET, KAFKA_MIN_INSYNC_REPLICAS: '0' }, 'KAFKA_MIN_INSYNC_REPLICAS'],
+    [{ KAFKA_BROKERS: 'k:9092', AUTH_JWT_SECRET: SECRET, KAFKA_REPLICATION_FACTOR: '2', KAFKA_MIN_INSYNC_REPLICAS: '3' }, 'KAFKA_MIN_INSYNC_REPLICAS'],
   ] as const) {
     it(`stops with one message naming ${variable} for ${JSON.stringify(env)}`, () => {
       const error = configError(env);
@@ -85,6 +107,20 @@ describe('loadConfig', () => {
       expect(error.message).to.match(new RegExp(`^${variable}: `));
     });
   }
+
+  it('leaves topic replication to the cluster size unless KAFKA_REPLICATION_FACTOR or KAFKA_MIN_INSYNC_REPLICAS is set', () => {
+    const base = { KAFKA_BROKERS: 'k:9092', AUTH_JWT_SECRET: SECRET };
+    expect(loadConfig(base).kafka).to.deep.include({ replicationFactor: undefined, minInsyncReplicas: undefined });
+    expect(loadConfig({ ...base, KAFKA_REPLICATION_FACTOR: '3', KAFKA_MIN_INSYNC_REPLICAS: '2' }).kafka).to.deep.include({ replicationFactor: 3, minInsyncReplicas: 2 });
+    expect(loadConfig({ ...base, KAFKA_REPLICATION_FACTOR: '1' }).kafka).to.deep.include({ replicationFactor: 1, minInsyncReplicas: undefined });
+    expect(loadConfig({ ...base, KAFKA_MIN_INSYNC_REPLICAS: '2' }).kafka).to.deep.include({ replicationFactor: undefined, minInsyncReplicas: 2 });
+  });
+
+  it('reads the live tail settings, with their defaults', () => {
+    expect(loadConfig({}).liveTail).to.deep.equal({ settleMs: 2000, pollMs: 500, heartbeatMs: 15_000, maxPerOrg: 20 });
+    const config = loadConfig({ STREAM_SETTLE_MS: '0', STREAM_POLL_MS: '50', STREAM_HEARTBEAT_MS: '1000', STREAM_MAX_PER_ORG: '3' });
+    expect(config.liveTail).to.deep.equal({ settleMs: 0, pollMs: 50, heartbeatMs: 1000, maxPerOrg: 3 });
+  });
 
   it('reads a ClickHouse cluster, replicated unless told otherwise', () => {
     const base = { CLICKHOUSE_URL: 'http://ch:8123', AUTH_JWT_SECRET: SECRET, CLICKHOUSE_CLUSTER: 'telemetry' };
@@ -98,8 +134,154 @@ describe('loadConfig', () => {
     expect(configError({ ROLE: 'consumer', CLICKHOUSE_URL: 'http://ch:8123', AUTH_JWT_SECRET: SECRET }).variable).to.equal('ROLE');
   });
 
+  it('reads the HTTP server time limits, with their defaults', () => {
+    expect(loadConfig({}).http).to.deep.equal({ headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, keepAliveTimeoutMs: 5000 });
+    const config = loadConfig({ HTTP_HEADERS_TIMEOUT_MS: '500', HTTP_REQUEST_TIMEOUT_MS: '500', HTTP_KEEP_ALIVE_TIMEOUT_MS: '65000' });
+    expect(config.http).to.deep.equal({ headersTimeoutMs: 500, requestTimeoutMs: 500, keepAliveTimeoutMs: 65_000 });
+  });
+
+  it('has no rate limit unless RATE_LIMIT_PER_ORG is set above 0; the burst defaults to one second of it', () => {
+    expect(loadConfig({}).rateLimit).to.equal(undefined);
+    expect(loadConfig({ RATE_LIMIT_PER_ORG: '0' }).rateLimit).to.equal(undefined);
+    expect(loadConfig({ RATE_LIMIT_PER_ORG: '50' }).rateLimit).to.deep.equal({ perSecond: 50, burst: 50 });
+    expect(loadConfig({ RATE_LIMIT_PER_ORG: '5', RATE_LIMIT_BURST: '20' }).rateLimit).to.deep.equal({ perSecond: 5, burst: 20 });
+  });
+
   it('accepts a one-line PEM with \\n escapes', () => {
     const config = loadConfig({ AUTH_PUBLIC_KEY: '-----BEGIN PUBLIC KEY-----\\nMFk=\\n-----END PUBLIC KEY-----' });
     expect(config.auth).to.deep.equal({ kind: 'public-key', pem: '-----BEGIN PUBLIC KEY-----\nMFk=\n-----END PUBLIC KEY-----' });
+  });
+});
+
+describe('loadConfig: TLS and SASL towards Kafka and ClickHouse', () => {
+  const tls = (name: string) => resolve(import.meta.dirname, '..', 'fixtures', 'tls', name);
+  const pem = (name: string) => readFileSync(tls(name), 'utf8');
+  const PASSWORD = 'pa55-w0rd-that-must-never-show';
+  const dir = mkdtempSync(join(tmpdir(), 'core-gateway-config-test-'));
+  const file = (name: string, content: string) => {
+    const path = join(dir, name);
+    writeFileSync(path, content);
+    return path;
+  };
+  const passwordFile = file('password', `${PASSWORD}\n`);
+  const kafka = { KAFKA_BROKERS: 'k:9093', AUTH_JWT_SECRET: SECRET };
+  const scram = { ...kafka, KAFKA_SASL_MECHANISM: 'scram-sha-512', KAFKA_SASL_USERNAME: 'gateway' };
+
+  it('leaves Kafka in PLAINTEXT without SASL unless told, creating missing topics', () => {
+    expect(loadConfig(kafka).kafka).to.deep.include({ ssl: undefined, sasl: undefined, createTopics: true });
+    expect(loadConfig({ ...kafka, KAFKA_CREATE_TOPICS: 'false' }).kafka?.createTopics).to.equal(false);
+  });
+
+  it('reads TLS with a CA bundle and a client certificate from their files, checking host names by default', () => {
+    const config = loadConfig({
+      ...kafka,
+      KAFKA_SSL: 'true',
+      KAFKA_SSL_CA_FILE: tls('ca.pem'),
+      KAFKA_SSL_CERT_FILE: tls('client-cert.pem'),
+      KAFKA_SSL_KEY_FILE: tls('client-key.pem'),
+    });
+    expect(config.kafka?.ssl).to.deep.equal({
+      ca: pem('ca.pem'),
+      clientCertificate: { cert: pem('client-cert.pem'), key: pem('client-key.pem') },
+      rejectUnauthorized: true,
+    });
+    expect(loadConfig({ ...kafka, KAFKA_SSL: 'true' }).kafka?.ssl).to.deep.equal({ ca: undefined, clientCertificate: undefined, rejectUnauthorized: true });
+    expect(loadConfig({ ...kafka, KAFKA_SSL: 'true', KAFKA_SSL_REJECT_UNAUTHORIZED: 'false' }).kafka?.ssl?.rejectUnauthorized).to.equal(false);
+  });
+
+  it('reads a SCRAM or PLAIN password from the environment or from a file without its line break', () => {
+    expect(loadConfig({ ...scram, KAFKA_SASL_PASSWORD: PASSWORD }).kafka?.sasl).to.deep.equal({ mechanism: 'scram-sha-512', username: 'gateway', password: PASSWORD });
+    expect(loadConfig({ ...scram, KAFKA_SASL_MECHANISM: 'SCRAM-SHA-256', KAFKA_SASL_PASSWORD_FILE: passwordFile }).kafka?.sasl).to.deep.equal({
+      mechanism: 'scram-sha-256',
+      username: 'gateway',
+      password: PASSWORD,
+    });
+    expect(loadConfig({ ...scram, KAFKA_SASL_MECHANISM: 'plain', KAFKA_SASL_PASSWORD: PASSWORD }).kafka?.sasl?.mechanism).to.equal('plain');
+  });
+
+  it('reads OAUTHBEARER from a token file, or from a token endpoint with client credentials, scope and extensions', () => {
+    const tokenFile = file('token', 'eyJ.token.value\n');
+    expect(loadConfig({ ...kafka, KAFKA_SASL_MECHANISM: 'oauthbearer', KAFKA_SASL_OAUTH_TOKEN_FILE: tokenFile }).kafka?.sasl).to.deep.equal({
+      mechanism: 'oauthbearer',
+      token: { kind: 'file', path: tokenFile },
+      extensions: undefined,
+    });
+    const config = loadConfig({
+      ...kafka,
+      KAFKA_SASL_MECHANISM: 'OAUTHBEARER',
+      KAFKA_SASL_OAUTH_TOKEN_URL: 'https://idp.example.com/oauth2/token',
+      KAFKA_SASL_OAUTH_CLIENT_ID: 'gateway-client',
+      KAFKA_SASL_OAUTH_CLIENT_SECRET_FILE: passwordFile,
+      KAFKA_SASL_OAUTH_SCOPE: 'kafka',
+      KAFKA_SASL_OAUTH_EXTENSIONS: 'logicalCluster=lkc-abc123, identityPoolId=pool-XyZ',
+    });
+    expect(config.kafka?.sasl).to.deep.equal({
+      mechanism: 'oauthbearer',
+      token: { kind: 'client-credentials', url: 'https://idp.example.com/oauth2/token', clientId: 'gateway-client', clientSecret: PASSWORD, scope: 'kafka' },
+      extensions: { logicalCluster: 'lkc-abc123', identityPoolId: 'pool-XyZ' },
+    });
+  });
+
+  it('reads a ClickHouse CA for an https URL and the password from a file, and hands both to the client', () => {
+    const config = loadConfig({ CLICKHOUSE_URL: 'https://u@ch.example.com:8443', CLICKHOUSE_CA_FILE: tls('ca.pem'), CLICKHOUSE_PASSWORD_FILE: passwordFile, AUTH_JWT_SECRET: SECRET });
+    expect(config.clickhouse).to.deep.include({ username: 'u', password: PASSWORD, ca: pem('ca.pem') });
+    const options = clickHouseConnectionOptions(config.clickhouse!);
+    expect(options).to.deep.include({ username: 'u', password: PASSWORD });
+    expect(options.tls?.ca_cert.toString()).to.equal(pem('ca.pem'));
+    expect(clickHouseConnectionOptions(loadConfig({ CLICKHOUSE_URL: 'http://ch:8123', AUTH_JWT_SECRET: SECRET }).clickhouse!).tls).to.equal(undefined);
+  });
+
+  const missing = join(dir, 'no-such-file');
+  for (const [env, variable] of [
+    [{ KAFKA_SSL: 'true' }, 'KAFKA_SSL'],
+    [{ KAFKA_SASL_MECHANISM: 'plain', AUTH_JWT_SECRET: SECRET }, 'KAFKA_SASL_MECHANISM'],
+    [{ ...kafka, KAFKA_SSL: 'yes' }, 'KAFKA_SSL'],
+    [{ ...kafka, KAFKA_SSL_CA_FILE: tls('ca.pem') }, 'KAFKA_SSL_CA_FILE'],
+    [{ ...kafka, KAFKA_SSL: 'true', KAFKA_SSL_CA_FILE: missing }, 'KAFKA_SSL_CA_FILE'],
+    [{ ...kafka, KAFKA_SSL: 'true', KAFKA_SSL_CA_FILE: dir }, 'KAFKA_SSL_CA_FILE'],
+    [{ ...kafka, KAFKA_SSL: 'true', KAFKA_SSL_CA_FILE: passwordFile }, 'KAFKA_SSL_CA_FILE'],
+    [{ ...kafka, KAFKA_SSL: 'true', KAFKA_SSL_CERT_FILE: tls('client-cert.pem') }, 'KAFKA_SSL_KEY_FILE'],
+    [{ ...kafka, KAFKA_SSL: 'true', KAFKA_SSL_KEY_FILE: tls('client-key.pem') }, 'KAFKA_SSL_CERT_FILE'],
+    [{ ...kafka, KAFKA_SSL: 'true', KAFKA_SSL_CERT_FILE: tls('client-cert.pem'), KAFKA_SSL_KEY_FILE: tls('other-key.pem') }, 'KAFKA_SSL_KEY_FILE'],
+    [{ ...kafka, KAFKA_SSL: 'true', KAFKA_SSL_CERT_FILE: tls('client-cert.pem'), KAFKA_SSL_KEY_FILE: tls('encrypted-key.pem') }, 'KAFKA_SSL_KEY_FILE'],
+    [{ ...kafka, KAFKA_SSL: 'true', KAFKA_SSL_CERT_FILE: passwordFile, KAFKA_SSL_KEY_FILE: tls('client-key.pem') }, 'KAFKA_SSL_CERT_FILE'],
+    [{ ...kafka, KAFKA_SSL: 'true', KAFKA_SSL_REJECT_UNAUTHORIZED: 'no' }, 'KAFKA_SSL_REJECT_UNAUTHORIZED'],
+    [{ ...kafka, KAFKA_CREATE_TOPICS: 'maybe' }, 'KAFKA_CREATE_TOPICS'],
+    [{ ...kafka, KAFKA_SASL_MECHANISM: 'gssapi' }, 'KAFKA_SASL_MECHANISM'],
+    [{ ...kafka, KAFKA_SASL_MECHANISM: 'scram-sha-512', KAFKA_SASL_PASSWORD: PASSWORD }, 'KAFKA_SASL_USERNAME'],
+    [scram, 'KAFKA_SASL_PASSWORD'],
+    [{ ...kafka, KAFKA_SASL_USERNAME: 'gateway', KAFKA_SASL_PASSWORD: PASSWORD }, 'KAFKA_SASL_MECHANISM'],
+    [{ ...scram, KAFKA_SASL_PASSWORD: PASSWORD, KAFKA_SASL_PASSWORD_FILE: passwordFile }, 'KAFKA_SASL_PASSWORD, KAFKA_SASL_PASSWORD_FILE'],
+    [{ ...scram, KAFKA_SASL_PASSWORD_FILE: missing }, 'KAFKA_SASL_PASSWORD_FILE'],
+    [{ ...scram, KAFKA_SASL_PASSWORD_FILE: file('empty', '\n') }, 'KAFKA_SASL_PASSWORD_FILE'],
+    [{ ...scram, KAFKA_SASL_PASSWORD: PASSWORD, KAFKA_SASL_OAUTH_TOKEN_FILE: passwordFile }, 'KAFKA_SASL_OAUTH_TOKEN_FILE'],
+    [{ ...kafka, KAFKA_SASL_MECHANISM: 'oauthbearer' }, 'KAFKA_SASL_OAUTH_TOKEN_URL'],
+    [{ ...kafka, KAFKA_SASL_MECHANISM: 'oauthbearer', KAFKA_SASL_OAUTH_TOKEN_FILE: missing }, 'KAFKA_SASL_OAUTH_TOKEN_FILE'],
+    [{ ...kafka, KAFKA_SASL_MECHANISM: 'oauthbearer', KAFKA_SASL_OAUTH_TOKEN_FILE: passwordFile, KAFKA_SASL_USERNAME: 'gateway' }, 'KAFKA_SASL_USERNAME'],
+    [
+      { ...kafka, KAFKA_SASL_MECHANISM: 'oauthbearer', KAFKA_SASL_OAUTH_TOKEN_FILE: passwordFile, KAFKA_SASL_OAUTH_TOKEN_URL: 'https://idp/token' },
+      'KAFKA_SASL_OAUTH_TOKEN_FILE, KAFKA_SASL_OAUTH_TOKEN_URL',
+    ],
+    [{ ...kafka, KAFKA_SASL_MECHANISM: 'oauthbearer', KAFKA_SASL_OAUTH_TOKEN_FILE: passwordFile, KAFKA_SASL_OAUTH_CLIENT_ID: 'c' }, 'KAFKA_SASL_OAUTH_CLIENT_ID'],
+    [{ ...kafka, KAFKA_SASL_MECHANISM: 'oauthbearer', KAFKA_SASL_OAUTH_TOKEN_URL: 'ftp://idp/token' }, 'KAFKA_SASL_OAUTH_TOKEN_URL'],
+    [{ ...kafka, KAFKA_SASL_MECHANISM: 'oauthbearer', KAFKA_SASL_OAUTH_TOKEN_URL: 'https://idp/token' }, 'KAFKA_SASL_OAUTH_CLIENT_ID'],
+    [{ ...kafka, KAFKA_SASL_MECHANISM: 'oauthbearer', KAFKA_SASL_OAUTH_TOKEN_URL: 'https://idp/token', KAFKA_SASL_OAUTH_CLIENT_ID: 'c' }, 'KAFKA_SASL_OAUTH_CLIENT_SECRET'],
+    [{ ...kafka, KAFKA_SASL_MECHANISM: 'oauthbearer', KAFKA_SASL_OAUTH_TOKEN_FILE: passwordFile, KAFKA_SASL_OAUTH_EXTENSIONS: 'cluster' }, 'KAFKA_SASL_OAUTH_EXTENSIONS'],
+    [{ ...kafka, KAFKA_SASL_MECHANISM: 'oauthbearer', KAFKA_SASL_OAUTH_TOKEN_FILE: passwordFile, KAFKA_SASL_OAUTH_EXTENSIONS: 'auth=x' }, 'KAFKA_SASL_OAUTH_EXTENSIONS'],
+    [{ CLICKHOUSE_URL: 'http://ch:8123', CLICKHOUSE_CA_FILE: tls('ca.pem'), AUTH_JWT_SECRET: SECRET }, 'CLICKHOUSE_CA_FILE'],
+    [{ CLICKHOUSE_URL: 'https://ch:8443', CLICKHOUSE_CA_FILE: missing, AUTH_JWT_SECRET: SECRET }, 'CLICKHOUSE_CA_FILE'],
+    [{ CLICKHOUSE_URL: 'https://ch:8443', CLICKHOUSE_PASSWORD: PASSWORD, CLICKHOUSE_PASSWORD_FILE: passwordFile, AUTH_JWT_SECRET: SECRET }, 'CLICKHOUSE_PASSWORD, CLICKHOUSE_PASSWORD_FILE'],
+    [{ CLICKHOUSE_URL: 'https://ch:8443', CLICKHOUSE_PASSWORD_FILE: missing, AUTH_JWT_SECRET: SECRET }, 'CLICKHOUSE_PASSWORD_FILE'],
+  ] as const) {
+    it(`stops naming ${variable}, without the secret, for ${Object.keys(env).filter((k) => !(k in kafka)).join(', ')}`, () => {
+      const error = configError(env);
+      expect(error.variable).to.equal(variable);
+      expect(error.message).to.match(new RegExp(`^${variable}: `));
+      expect(error.message).not.to.include(PASSWORD);
+    });
+  }
+
+  it('names the path of a file it cannot read, and says why', () => {
+    expect(configError({ ...kafka, KAFKA_SSL: 'true', KAFKA_SSL_CA_FILE: missing }).message).to.equal(`KAFKA_SSL_CA_FILE: cannot read ${missing}: no such file`);
   });
 });
