@@ -1,12 +1,23 @@
 import { createPublicKey, type KeyObject } from 'node:crypto';
-import { createRemoteJWKSet, jwtVerify, type JWTVerifyGetKey } from 'jose';
+import { jwtVerify, type JWTVerifyGetKey } from 'jose';
 import { AppError } from '../errors.js';
+import { createJwksKeys } from './jwks-keys.js';
 import { principalFromClaims, type Principal } from './principal.js';
 
 export type VerificationKey =
   | { readonly kind: 'hs256'; readonly secret: string }
-  | { readonly kind: 'jwks'; readonly url: URL }
+  | {
+      readonly kind: 'jwks';
+      readonly url: URL;
+      /** See createJwksKeys; the defaults match the AUTH_JWKS_* defaults in config. */
+      readonly timeoutMs?: number;
+      readonly cooldownMs?: number;
+      readonly maxAgeMs?: number;
+    }
   | { readonly kind: 'public-key'; readonly pem: string };
+
+export const JWKS_DEFAULTS = { timeoutMs: 2000, cooldownMs: 30_000, maxAgeMs: 600_000 } as const;
+export const DEFAULT_CLOCK_TOLERANCE_SECONDS = 30;
 
 export interface TokenVerifierOptions {
   readonly key: VerificationKey;
@@ -14,6 +25,8 @@ export interface TokenVerifierOptions {
   readonly audience?: string | undefined;
   /** Allowed clock skew for exp and nbf, in seconds. */
   readonly clockToleranceSeconds?: number;
+  /** The verifier's clock, in epoch milliseconds; tests set it instead of sleeping. */
+  readonly now?: () => number;
 }
 
 export interface TokenVerifier {
@@ -62,12 +75,6 @@ const REASONS: Readonly<Record<string, string>> = {
 function toAuthError(error: unknown): AppError {
   if (error instanceof AppError) return error;
   const code = (error as { code?: unknown }).code;
-  if (code === 'ERR_JWKS_TIMEOUT' || (code === undefined && error instanceof TypeError)) {
-    return new AppError('UPSTREAM_UNAVAILABLE', 'token keys unavailable', {
-      detail: 'Token verification keys are temporarily unavailable; retry shortly.',
-      cause: error,
-    });
-  }
   if (code === 'ERR_JWT_CLAIM_VALIDATION_FAILED') {
     const claim = String((error as { claim?: unknown }).claim);
     const reason = String((error as { reason?: unknown }).reason);
@@ -90,7 +97,13 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
       algorithms = ['HS256'];
       break;
     case 'jwks':
-      key = createRemoteJWKSet(options.key.url, { timeoutDuration: 3000, cooldownDuration: 30_000 });
+      key = createJwksKeys({
+        url: options.key.url,
+        timeoutMs: options.key.timeoutMs ?? JWKS_DEFAULTS.timeoutMs,
+        cooldownMs: options.key.cooldownMs ?? JWKS_DEFAULTS.cooldownMs,
+        maxAgeMs: options.key.maxAgeMs ?? JWKS_DEFAULTS.maxAgeMs,
+        ...(options.now === undefined ? {} : { now: options.now }),
+      });
       algorithms = ASYMMETRIC;
       break;
     case 'public-key': {
@@ -102,18 +115,20 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
   }
   const verifyOptions = {
     algorithms,
-    clockTolerance: options.clockToleranceSeconds ?? 5,
+    clockTolerance: options.clockToleranceSeconds ?? DEFAULT_CLOCK_TOLERANCE_SECONDS,
     requiredClaims: ['sub'],
     ...(options.issuer === undefined ? {} : { issuer: options.issuer }),
     ...(options.audience === undefined ? {} : { audience: options.audience }),
   };
   return {
     async verify(token) {
+      const now = options.now;
+      const checkOptions = now === undefined ? verifyOptions : { ...verifyOptions, currentDate: new Date(now()) };
       try {
         const { payload } =
           typeof key === 'function'
-            ? await jwtVerify(token, key, verifyOptions)
-            : await jwtVerify(token, key, verifyOptions);
+            ? await jwtVerify(token, key, checkOptions)
+            : await jwtVerify(token, key, checkOptions);
         return principalFromClaims(payload);
       } catch (error) {
         throw toAuthError(error);

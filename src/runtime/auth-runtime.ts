@@ -20,5 +20,10 @@ export function createVerifier(config: Config, logger: Logger): TokenVerifier {
   } else {
     key = config.auth;
   }
-  return createTokenVerifier({ key, issuer: config.issuer, audience: config.audience });
+  return createTokenVerifier({
+    key,
+    issuer: config.issuer,
+    audience: config.audience,
+    clockToleranceSeconds: config.clockToleranceSeconds,
+  });
 }

@@ -70,4 +70,37 @@ describe('token verifier', () => {
       });
     }
   });
+
+  describe('clock skew', () => {
+    const secret = 'c'.repeat(32);
+    // A fixed "now" for the verifier; tokens carry explicit times around it, so nothing sleeps.
+    const NOW_S = 1_900_000_000;
+    const verifier = createTokenVerifier({ key: { kind: 'hs256', secret }, clockToleranceSeconds: 30, now: () => NOW_S * 1000 });
+    const sign = (times: { exp: number; nbf?: number }) => {
+      let jwt = new SignJWT(claims).setProtectedHeader({ alg: 'HS256' }).setSubject('u').setIssuedAt(NOW_S - 120).setExpirationTime(times.exp);
+      if (times.nbf !== undefined) jwt = jwt.setNotBefore(times.nbf);
+      return jwt.sign(new TextEncoder().encode(secret));
+    };
+
+    it('accepts a token expired 10 s ago and refuses one expired 60 s ago, with 30 s tolerance', async () => {
+      expect((await verifier.verify(await sign({ exp: NOW_S - 10 }))).subject).to.equal('u');
+      const error = await rejection(verifier.verify(await sign({ exp: NOW_S - 60 })));
+      expect(error.code).to.equal('UNAUTHENTICATED');
+      expect(error.detail).to.match(/expired/);
+    });
+
+    it('accepts nbf 10 s ahead and refuses nbf 60 s ahead, with 30 s tolerance', async () => {
+      expect((await verifier.verify(await sign({ exp: NOW_S + 600, nbf: NOW_S + 10 }))).subject).to.equal('u');
+      const error = await rejection(verifier.verify(await sign({ exp: NOW_S + 600, nbf: NOW_S + 60 })));
+      expect(error.code).to.equal('UNAUTHENTICATED');
+      expect(error.detail).to.match(/not yet valid/);
+    });
+
+    it('defaults to 30 s and allows none when set to 0', async () => {
+      const lenient = createTokenVerifier({ key: { kind: 'hs256', secret }, now: () => NOW_S * 1000 });
+      expect((await lenient.verify(await sign({ exp: NOW_S - 29 }))).subject).to.equal('u');
+      const strict = createTokenVerifier({ key: { kind: 'hs256', secret }, clockToleranceSeconds: 0, now: () => NOW_S * 1000 });
+      expect((await rejection(strict.verify(await sign({ exp: NOW_S - 1 })))).code).to.equal('UNAUTHENTICATED');
+    });
+  });
 });
