@@ -46,16 +46,22 @@ function fromBodyParser(error: unknown): AppError | undefined {
   return known === undefined ? undefined : new AppError(known.code, known.message, { detail: known.detail, cause: error });
 }
 
+const INTERNAL_MESSAGE = 'Internal error';
+const INTERNAL_DETAIL = 'Internal error.';
+
 /** The one mapping from any thrown value to a status and an error envelope. */
 export function toErrorResponse(error: unknown): ErrorResponse {
   const appError = isAppError(error)
     ? error
-    : (fromBodyParser(error) ?? new AppError('INTERNAL', 'Internal error', { detail: 'Internal error.', cause: error }));
+    : (fromBodyParser(error) ?? new AppError('INTERNAL', INTERNAL_MESSAGE, { detail: INTERNAL_DETAIL, cause: error }));
   const headers: Record<string, string> = {};
   if (appError.code === 'UNAUTHENTICATED') headers['WWW-Authenticate'] = 'Bearer realm="core-api"';
   if (appError.code === 'UPSTREAM_UNAVAILABLE') headers['Retry-After'] = '1';
   // An error that knows when a retry will succeed (the rate limiter does) says so itself.
   if (appError.retryAfterSeconds !== undefined) headers['Retry-After'] = String(Math.max(1, Math.ceil(appError.retryAfterSeconds)));
+  // An internal fault's own message and detail are written for the log ("event store failed
+  // during insert", a schema verdict on a row we built); the client learns only that it failed.
+  if (appError.code === 'INTERNAL') return { status: appError.status, body: failure(INTERNAL_MESSAGE, INTERNAL_DETAIL), headers };
   // A validation failure lists its fields; every other error has a short sentence.
   const message = appError.fields === undefined ? appError.message : appError.fields;
   return { status: appError.status, body: failure(message, appError.detail), headers };
