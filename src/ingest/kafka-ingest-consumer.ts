@@ -149,7 +149,16 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
     const last = batch.messages.at(-1)!.offset;
     options.metrics.consumerLag.set({ topic: batch.topic, partition: String(batch.partition) }, Number(batch.offsetLag()));
     payload.resolveOffset(last);
-    await consumer.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: (BigInt(last) + 1n).toString() }]);
+    const next = (BigInt(last) + 1n).toString();
+    if (payload.isRunning()) {
+      await consumer.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: next }]);
+    } else {
+      // Once stop() has begun, kafkajs's consumer.commitOffsets silently commits nothing, so
+      // every batch finished during a shutdown would be stored and then delivered again. The
+      // payload's commit goes straight to the group, which this member has not left yet: kafkajs
+      // leaves only after its batches in flight have returned.
+      await payload.commitOffsetsIfNecessary({ topics: [{ topic: batch.topic, partitions: [{ partition: batch.partition, offset: next }] }] });
+    }
   }
 
   return {
