@@ -14,7 +14,14 @@ export type Role = 'gateway' | 'consumer' | 'all';
 
 export type AuthConfig =
   | { readonly kind: 'hs256'; readonly secret: string }
-  | { readonly kind: 'jwks'; readonly url: URL }
+  | {
+      readonly kind: 'jwks';
+      readonly url: URL;
+      /** The longest a request waits on the endpoint; at most one fetch per cooldown; keys refreshed after max age. */
+      readonly timeoutMs: number;
+      readonly cooldownMs: number;
+      readonly maxAgeMs: number;
+    }
   | { readonly kind: 'public-key'; readonly pem: string }
   /** Embedded default only: a secret generated and kept under DATA_DIR. */
   | { readonly kind: 'development' };
@@ -92,6 +99,8 @@ export interface Config {
   readonly auth: AuthConfig;
   readonly issuer: string | undefined;
   readonly audience: string | undefined;
+  /** Leeway for exp and nbf, for clocks that disagree with the token issuer's. */
+  readonly clockToleranceSeconds: number;
   /** Key for cursor MACs; undefined means "generate one" (see src/runtime/secrets.ts). */
   readonly cursorSecret: string | undefined;
   /** Upper bound on the wait for Kafka to acknowledge a command before answering 503. */
@@ -233,6 +242,8 @@ function parseCluster(env: Env): ClickHouseConfig['cluster'] {
   return { name, replicated: replicated !== 'false' };
 }
 
+const JWKS_SETTINGS = ['AUTH_JWKS_TIMEOUT_MS', 'AUTH_JWKS_COOLDOWN_MS', 'AUTH_JWKS_MAX_AGE_MS'] as const;
+
 function parseAuth(env: Env, embedded: boolean): AuthConfig {
   const secret = optional(env, 'AUTH_JWT_SECRET');
   const jwksUrl = optional(env, 'AUTH_JWKS_URL');
@@ -241,6 +252,9 @@ function parseAuth(env: Env, embedded: boolean): AuthConfig {
     (v): v is string => typeof v === 'string',
   );
   if (set.length > 1) throw new ConfigError(set.join(', '), 'set only one way to verify tokens');
+  // A timing set for a key endpoint that is not configured is a mistake worth hearing about at start.
+  const strayJwksSetting = JWKS_SETTINGS.find((name) => optional(env, name) !== undefined);
+  if (jwksUrl === undefined && strayJwksSetting !== undefined) throw new ConfigError(strayJwksSetting, 'applies only with AUTH_JWKS_URL');
   if (secret !== undefined) {
     if (Buffer.byteLength(secret) < MIN_HS256_SECRET_BYTES) {
       throw new ConfigError('AUTH_JWT_SECRET', `must be at least ${MIN_HS256_SECRET_BYTES} bytes for HS256`);
@@ -255,7 +269,13 @@ function parseAuth(env: Env, embedded: boolean): AuthConfig {
       throw new ConfigError('AUTH_JWKS_URL', 'is not a URL');
     }
     if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new ConfigError('AUTH_JWKS_URL', 'must be http(s)');
-    return { kind: 'jwks', url };
+    return {
+      kind: 'jwks',
+      url,
+      timeoutMs: integer(env, 'AUTH_JWKS_TIMEOUT_MS', 2000, 100, 60_000),
+      cooldownMs: integer(env, 'AUTH_JWKS_COOLDOWN_MS', 30_000, 0, 3_600_000),
+      maxAgeMs: integer(env, 'AUTH_JWKS_MAX_AGE_MS', 600_000, 1000, 86_400_000),
+    };
   }
   if (publicKey !== undefined) {
     // Accept a PEM with literal "\n" escapes, as env files often carry it on one line.
@@ -323,6 +343,7 @@ export function loadConfig(env: Env): Config {
     auth: parseAuth(env, embedded),
     issuer: optional(env, 'AUTH_ISSUER'),
     audience: optional(env, 'AUTH_AUDIENCE'),
+    clockToleranceSeconds: integer(env, 'AUTH_CLOCK_TOLERANCE_S', 30, 0, 300),
     cursorSecret: optional(env, 'CURSOR_SECRET'),
     commandTimeoutMs: integer(env, 'COMMAND_TIMEOUT_MS', 5000, 100, 120_000),
     http: parseHttpServer(env),

@@ -67,6 +67,11 @@ describe('loadConfig', () => {
     [{ AUTH_JWT_SECRET: 'short' }, 'AUTH_JWT_SECRET'],
     [{ AUTH_JWKS_URL: 'nope' }, 'AUTH_JWKS_URL'],
     [{ AUTH_PUBLIC_KEY: 'abc' }, 'AUTH_PUBLIC_KEY'],
+    [{ AUTH_JWKS_URL: 'https://idp/jwks', AUTH_JWKS_TIMEOUT_MS: '2s' }, 'AUTH_JWKS_TIMEOUT_MS'],
+    [{ AUTH_JWKS_URL: 'https://idp/jwks', AUTH_JWKS_TIMEOUT_MS: '0' }, 'AUTH_JWKS_TIMEOUT_MS'],
+    [{ AUTH_JWKS_URL: 'https://idp/jwks', AUTH_JWKS_COOLDOWN_MS: '-1' }, 'AUTH_JWKS_COOLDOWN_MS'],
+    [{ AUTH_JWKS_URL: 'https://idp/jwks', AUTH_JWKS_MAX_AGE_MS: '10' }, 'AUTH_JWKS_MAX_AGE_MS'],
+    [{ AUTH_CLOCK_TOLERANCE_S: '301' }, 'AUTH_CLOCK_TOLERANCE_S'],
     [{ AUTH_JWT_SECRET: SECRET, AUTH_JWKS_URL: 'https://idp/jwks' }, 'AUTH_JWT_SECRET, AUTH_JWKS_URL'],
     [{ KAFKA_BROKERS: 'k:9092' }, 'AUTH_JWT_SECRET'],
     [{ EVENTS_TOPICS: 'ok,bad topic' }, 'EVENTS_TOPICS'],
@@ -81,6 +86,7 @@ describe('loadConfig', () => {
     [{ STREAM_MAX_PER_ORG: '0' }, 'STREAM_MAX_PER_ORG'],
     [{ STREAM_MAX_PER_ORG: '-1' }, 'STREAM_MAX_PER_ORG'],
     [{ SHUTDOWN_GRACE_MS: 'soon' }, 'SHUTDOWN_GRACE_MS'],
+    [{ AUTH_JWT_SECRET: SECRET, AUTH_JWKS_COOLDOWN_MS: '1000' }, 'AUTH_JWKS_COOLDOWN_MS'],
     [{ PORT: '9000', OPS_PORT: '9000' }, 'OPS_PORT'],
     [{ OPS_PORT: 'ops' }, 'OPS_PORT'],
     [{ CLICKHOUSE_URL: 'http://ch', AUTH_JWT_SECRET: SECRET, CLICKHOUSE_REQUEST_TIMEOUT_MS: '10s' }, 'CLICKHOUSE_REQUEST_TIMEOUT_MS'],
@@ -145,6 +151,21 @@ describe('loadConfig', () => {
     expect(loadConfig({ RATE_LIMIT_PER_ORG: '0' }).rateLimit).to.equal(undefined);
     expect(loadConfig({ RATE_LIMIT_PER_ORG: '50' }).rateLimit).to.deep.equal({ perSecond: 50, burst: 50 });
     expect(loadConfig({ RATE_LIMIT_PER_ORG: '5', RATE_LIMIT_BURST: '20' }).rateLimit).to.deep.equal({ perSecond: 5, burst: 20 });
+  });
+
+  it('reads the JWKS timings and the clock tolerance, with their defaults', () => {
+    const jwks = loadConfig({ AUTH_JWKS_URL: 'https://idp/jwks' });
+    expect(jwks.auth).to.deep.equal({ kind: 'jwks', url: new URL('https://idp/jwks'), timeoutMs: 2000, cooldownMs: 30_000, maxAgeMs: 600_000 });
+    expect(jwks.clockToleranceSeconds).to.equal(30);
+    const tuned = loadConfig({
+      AUTH_JWKS_URL: 'https://idp/jwks',
+      AUTH_JWKS_TIMEOUT_MS: '500',
+      AUTH_JWKS_COOLDOWN_MS: '0',
+      AUTH_JWKS_MAX_AGE_MS: '60000',
+      AUTH_CLOCK_TOLERANCE_S: '0',
+    });
+    expect(tuned.auth).to.deep.include({ timeoutMs: 500, cooldownMs: 0, maxAgeMs: 60_000 });
+    expect(tuned.clockToleranceSeconds).to.equal(0);
   });
 
   it('accepts a one-line PEM with \\n escapes', () => {

@@ -11,7 +11,8 @@ import { readToEnd } from '../../support/kafka-topics.js';
 
 // A few kills in npm test; `npm run test:broker-crash` runs the full schedule.
 const KILLS = Number(process.env['BROKER_CRASH_KILLS'] ?? '3');
-const CLIENTS = 8;
+// As many as the issue's fault scenario names: 50 keep the broker busy in every phase of a kill.
+const CLIENTS = 50;
 // The moment of each kill: after this many more acknowledged commands, drawn at random.
 const MAX_COMMANDS_BETWEEN_KILLS = 60;
 
