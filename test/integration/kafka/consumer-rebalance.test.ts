@@ -1,11 +1,10 @@
 import { expect } from 'chai';
-import { randomBytes } from 'node:crypto';
 import { uuid } from '../../support/factories.js';
 import { startGatewayProcess, type GatewayProcess } from '../../support/gateway-process.js';
 import { committedOffsets, committedToEnd, produceContinuously } from '../../support/kafka-topics.js';
-import { storeEnvironment, storesUnderTest } from '../../support/stores.js';
+import { storesUnderTest } from '../../support/stores.js';
 import { waitFor } from '../../support/wait-for.js';
-import { groupMembers, storedCounts, storedIds } from './ingest-group.js';
+import { consumerProcessSetup, groupMembers, storedCounts, storedIds } from './ingest-group.js';
 import { sharedKafka } from './kafka-suite.js';
 
 const PARTITIONS = 6;
@@ -30,28 +29,11 @@ if (storesUnderTest().includes('clickhouse-server')) {
 
     it('settles when a second consumer joins and the first leaves mid-stream, and stores every event exactly once', async () => {
       const { infra, kafka } = sharedKafka();
-      const run = randomBytes(4).toString('hex');
-      const topic = `platform.events.rebalance.${run}`;
-      const groupId = `core-gateway-ingest-rebalance-${run}`;
-      const store = storeEnvironment('clickhouse-server', infra.clickhouse?.url);
-      const clickhouseUrl = store['CLICKHOUSE_URL']!;
-      const database = store['CLICKHOUSE_DATABASE']!;
-      const env = {
-        ROLE: 'consumer',
-        // The configuration asks every role outside the embedded default for a verifier; a consumer never uses it.
-        AUTH_JWT_SECRET: randomBytes(32).toString('hex'),
-        KAFKA_BROKERS: infra.brokers.join(','),
-        ...store,
-        EVENTS_TOPICS: topic,
-        ENROLLMENT_COMMANDS_TOPIC: `core.device-enrollment.commands.rebalance.${run}`,
-        EDGE_POLICY_COMMANDS_TOPIC: `core.edge-policy.commands.rebalance.${run}`,
-        EVENTS_DLQ_TOPIC: `platform.events.dlq.rebalance.${run}`,
-        KAFKA_CONSUMER_GROUP: groupId,
+      const { env, topic, groupId, clickhouseUrl, database } = consumerProcessSetup(infra, 'rebalance', {
         KAFKA_TOPIC_PARTITIONS: String(PARTITIONS),
         KAFKA_SESSION_TIMEOUT_MS: String(SESSION_TIMEOUT_MS),
         INGEST_BATCH_WAIT_MS: '100',
-        SHUTDOWN_GRACE_MS: '2000',
-      };
+      });
       const all = Array.from({ length: PARTITIONS }, (_, p) => p);
 
       // The first consumer creates the topics, so the producer never auto-creates one with other partitions.

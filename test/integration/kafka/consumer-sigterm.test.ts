@@ -1,12 +1,11 @@
 import { expect } from 'chai';
-import { randomBytes } from 'node:crypto';
 import type { CanonicalEvent } from '../../../src/generated/schema-types.js';
 import { uuid } from '../../support/factories.js';
 import { startGatewayProcess, type GatewayProcess } from '../../support/gateway-process.js';
 import { committedOffsets, committedToEnd, produceContinuously, readToEnd } from '../../support/kafka-topics.js';
-import { storeEnvironment, storesUnderTest } from '../../support/stores.js';
+import { storesUnderTest } from '../../support/stores.js';
 import { waitFor } from '../../support/wait-for.js';
-import { storedCounts, storedIds } from './ingest-group.js';
+import { consumerProcessSetup, storedCounts, storedIds } from './ingest-group.js';
 import { sharedKafka } from './kafka-suite.js';
 
 // Production runs at 200 events/s, so a batch never fills to this size: each waits out the
@@ -30,29 +29,12 @@ if (storesUnderTest().includes('clickhouse-server')) {
 
     it('finishes the batch in flight, exits 0, commits only what it stored, and a restart loses nothing', async () => {
       const { infra, kafka } = sharedKafka();
-      const run = randomBytes(4).toString('hex');
-      const topic = `platform.events.sigterm.${run}`;
-      const groupId = `core-gateway-ingest-sigterm-${run}`;
-      const store = storeEnvironment('clickhouse-server', infra.clickhouse?.url);
-      const clickhouseUrl = store['CLICKHOUSE_URL']!;
-      const database = store['CLICKHOUSE_DATABASE']!;
-      const env = {
-        ROLE: 'consumer',
-        // The configuration asks every role outside the embedded default for a verifier; a consumer never uses it.
-        AUTH_JWT_SECRET: randomBytes(32).toString('hex'),
-        KAFKA_BROKERS: infra.brokers.join(','),
-        ...store,
-        EVENTS_TOPICS: topic,
-        ENROLLMENT_COMMANDS_TOPIC: `core.device-enrollment.commands.sigterm.${run}`,
-        EDGE_POLICY_COMMANDS_TOPIC: `core.edge-policy.commands.sigterm.${run}`,
-        EVENTS_DLQ_TOPIC: `platform.events.dlq.sigterm.${run}`,
-        KAFKA_CONSUMER_GROUP: groupId,
+      const { env, topic, groupId, clickhouseUrl, database } = consumerProcessSetup(infra, 'sigterm', {
         KAFKA_TOPIC_PARTITIONS: '3',
         KAFKA_SESSION_TIMEOUT_MS: '6000',
         INGEST_BATCH_SIZE: String(BATCH_SIZE),
         INGEST_BATCH_WAIT_MS: String(BATCH_WAIT_MS),
-        SHUTDOWN_GRACE_MS: '2000',
-      };
+      });
 
       const consumer = await startGatewayProcess(env);
       processes.push(consumer);

@@ -1,4 +1,38 @@
+import { randomBytes } from 'node:crypto';
 import { AssignerProtocol, type Kafka } from 'kafkajs';
+import type { TestInfra } from '../../support/infra.js';
+import { storeEnvironment } from '../../support/stores.js';
+
+/** A ROLE=consumer process's environment: topics and a group of its own, a database of its own on the suite's ClickHouse server. */
+export interface ConsumerProcessSetup {
+  readonly env: Record<string, string>;
+  readonly topic: string;
+  readonly groupId: string;
+  readonly clickhouseUrl: string;
+  readonly database: string;
+}
+
+export function consumerProcessSetup(infra: TestInfra, label: string, settings: Readonly<Record<string, string>>): ConsumerProcessSetup {
+  const run = randomBytes(4).toString('hex');
+  const topic = `platform.events.${label}.${run}`;
+  const groupId = `core-gateway-ingest-${label}-${run}`;
+  const store = storeEnvironment('clickhouse-server', infra.clickhouse?.url);
+  const env = {
+    ROLE: 'consumer',
+    // The configuration asks every role outside the embedded default for a verifier; a consumer never uses it.
+    AUTH_JWT_SECRET: randomBytes(32).toString('hex'),
+    KAFKA_BROKERS: infra.brokers.join(','),
+    ...store,
+    EVENTS_TOPICS: topic,
+    ENROLLMENT_COMMANDS_TOPIC: `core.device-enrollment.commands.${label}.${run}`,
+    EDGE_POLICY_COMMANDS_TOPIC: `core.edge-policy.commands.${label}.${run}`,
+    EVENTS_DLQ_TOPIC: `platform.events.dlq.${label}.${run}`,
+    KAFKA_CONSUMER_GROUP: groupId,
+    SHUTDOWN_GRACE_MS: '2000',
+    ...settings,
+  };
+  return { env, topic, groupId, clickhouseUrl: store['CLICKHOUSE_URL']!, database: store['CLICKHOUSE_DATABASE']! };
+}
 
 /** One member of a consumer group as the coordinator sees it, with the partitions of `topic` it holds. */
 export interface GroupMember {
