@@ -1,7 +1,10 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readFileSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { repoRoot } from '../../test/support/processes.js';
 import { waitFor } from '../../test/support/wait-for.js';
+
+export const PROFILE_DIR = resolve(repoRoot, 'bench', 'results', 'profiles');
 
 /** A process the benchmark started: the gateway, a consumer, bare Koa, or a raw Kafka client. */
 export interface BenchProcess {
@@ -66,7 +69,9 @@ export const tsxProcess = (file: string, args: readonly string[] = [], env: Read
 export async function gatewayProcess(env: Readonly<Record<string, string>>): Promise<BenchProcess & { readonly url: string }> {
   const port = env['PORT'];
   if (port === undefined) throw new Error('gatewayProcess needs PORT');
-  const proc = startProcess(['dist/src/main.js'], { LOG_LEVEL: 'warn', HOST: '127.0.0.1', ...env });
+  // BENCH_CPU_PROF=1: each gateway process writes a V8 CPU profile on exit (npm run bench:profile reads them).
+  const profile = process.env['BENCH_CPU_PROF'] === '1' ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : [];
+  const proc = startProcess([...profile, 'dist/src/main.js'], { LOG_LEVEL: 'warn', HOST: '127.0.0.1', ...env });
   const url = `http://127.0.0.1:${port}`;
   await waitFor(
     `the gateway on ${url} ready`,

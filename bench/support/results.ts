@@ -28,7 +28,7 @@ export function machine(): string {
   return `${cores.length} × ${cores[0]?.model.trim() ?? 'unknown CPU'}, ${Math.round(totalmem() / 2 ** 30)} GiB, ${type()}, Node ${process.versions.node}`;
 }
 
-const fmt = (n: number | undefined) => (n === undefined ? '' : n.toLocaleString('en-US'));
+const fmt = (n: number | null | undefined) => (n === undefined ? '' : n === null || !Number.isFinite(n) ? '—' : n.toLocaleString('en-US'));
 
 export function markdownTable(rows: readonly Row[]): string {
   const lines = [

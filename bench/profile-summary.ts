@@ -1,0 +1,47 @@
+/**
+ * Where a profiled process spent its CPU: self time per function, summed over every
+ * .cpuprofile that BENCH_CPU_PROF=1 left in bench/results/profiles (or the files given).
+ *   npm run bench:profile [-- FILE.cpuprofile ...]
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { repoRoot } from '../test/support/processes.js';
+import { PROFILE_DIR } from './support/bench-process.js';
+
+interface ProfileNode {
+  readonly id: number;
+  readonly callFrame: { readonly functionName: string; readonly url: string; readonly lineNumber: number };
+}
+
+interface CpuProfile {
+  readonly nodes: readonly ProfileNode[];
+  readonly samples: readonly number[];
+  readonly timeDeltas: readonly number[];
+}
+
+const TOP = Number(process.env['PROFILE_TOP'] ?? 25);
+
+function where(node: ProfileNode): string {
+  const { functionName, url, lineNumber } = node.callFrame;
+  const file = url.startsWith('file://') ? relative(repoRoot, url.slice('file://'.length)) : url;
+  return `${functionName || '(anonymous)'} ${file === '' ? '' : `${file}:${lineNumber + 1}`}`.trim();
+}
+
+const files = process.argv.slice(2);
+const paths = files.length > 0 ? files : readdirSync(PROFILE_DIR).filter((f) => f.endsWith('.cpuprofile')).map((f) => join(PROFILE_DIR, f));
+for (const path of paths) {
+  const profile = JSON.parse(readFileSync(path, 'utf8')) as CpuProfile;
+  const byId = new Map(profile.nodes.map((n) => [n.id, n]));
+  const selfMicros = new Map<string, number>();
+  let total = 0;
+  profile.samples.forEach((id, i) => {
+    const delta = profile.timeDeltas[i] ?? 0;
+    total += delta;
+    const key = where(byId.get(id)!);
+    selfMicros.set(key, (selfMicros.get(key) ?? 0) + delta);
+  });
+  console.log(`\n${relative(repoRoot, path)}: ${(total / 1e6).toFixed(1)} s sampled`);
+  for (const [name, micros] of [...selfMicros].sort((a, b) => b[1] - a[1]).slice(0, TOP)) {
+    console.log(`${((micros / total) * 100).toFixed(1).padStart(5)}%  ${name}`);
+  }
+}
