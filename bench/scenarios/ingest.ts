@@ -7,6 +7,7 @@ import { loadConfig } from '../../src/config.js';
 import type { CanonicalEvent } from '../../src/generated/schema-types.js';
 import { openStore } from '../../src/runtime/store-runtime.js';
 import { createClickHouseEventStore } from '../../src/store/clickhouse-event-store.js';
+import { createTopics } from '../../test/support/kafka-topics.js';
 import { freePort } from '../../test/support/processes.js';
 import { waitFor } from '../../test/support/wait-for.js';
 import { gatewayProcess, tsxProcess } from '../support/bench-process.js';
@@ -18,10 +19,7 @@ const PARTITIONS = 6;
 const PRODUCE_BATCH = 5_000;
 
 async function produce(kafka: Kafka, topic: string, events: readonly CanonicalEvent[]): Promise<void> {
-  const admin = kafka.admin();
-  await admin.connect();
-  await admin.createTopics({ topics: [{ topic, numPartitions: PARTITIONS, replicationFactor: 1 }], waitForLeaders: true });
-  await admin.disconnect();
+  await createTopics(kafka, [{ topic, numPartitions: PARTITIONS, replicationFactor: 1 }]);
   const producer = kafka.producer({ idempotent: true });
   await producer.connect();
   const inFlight = new Set<Promise<unknown>>();

@@ -1,8 +1,26 @@
 import { setTimeout as pause } from 'node:timers/promises';
-import type { Kafka, KafkaMessage, Producer } from 'kafkajs';
+import type { ITopicConfig, Kafka, KafkaMessage, Producer } from 'kafkajs';
+import { waitForLeaders } from '../../src/kafka/topics.js';
 import type { CanonicalEvent } from '../../src/generated/schema-types.js';
 import { canonicalEvent, uuid } from './factories.js';
 import { waitFor } from './wait-for.js';
+
+/**
+ * Creates topics and waits until every partition has a leader. kafkajs's own
+ * `waitForLeaders: true` asks one broker for metadata, and a broker that has not applied
+ * the new topic yet answers UNKNOWN_TOPIC_OR_PARTITION, which kafkajs does not retry: on a
+ * loaded machine that failed test set-ups now and then. The gateway's own wait retries it.
+ */
+export async function createTopics(kafka: Kafka, topics: readonly ITopicConfig[]): Promise<void> {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    await admin.createTopics({ waitForLeaders: false, topics: [...topics] });
+    await waitForLeaders(admin, topics.map((t) => t.topic));
+  } finally {
+    await admin.disconnect();
+  }
+}
 
 export interface ReceivedMessage {
   readonly topic: string;

@@ -4,7 +4,7 @@ import { readFileSync } from 'node:fs';
 import { Kafka, logLevel } from 'kafkajs';
 import { uuid } from '../../support/factories.js';
 import { startGatewayProcess, type GatewayProcess } from '../../support/gateway-process.js';
-import { committedToEnd, topicEnds } from '../../support/kafka-topics.js';
+import { committedToEnd, createTopics as createKafkaTopics, topicEnds } from '../../support/kafka-topics.js';
 import { startTestGateway, type TestGateway } from '../../support/test-gateway.js';
 import { waitFor } from '../../support/wait-for.js';
 import { consumerGrants, createGrants, gatewayGrants, grant, type Deployment } from './acls.js';
@@ -15,13 +15,7 @@ const PREFIX = 'acl.';
 const AUTH_JWT_SECRET = randomBytes(32).toString('hex');
 
 async function createTopics(d: Deployment): Promise<void> {
-  const admin = secureBroker().admin.admin();
-  await admin.connect();
-  try {
-    await admin.createTopics({ waitForLeaders: true, topics: [d.events, d.enrollments, d.edgePolicies, d.deadLetter].map((topic) => ({ topic, numPartitions: 1 })) });
-  } finally {
-    await admin.disconnect();
-  }
+  await createKafkaTopics(secureBroker().admin, [d.events, d.enrollments, d.edgePolicies, d.deadLetter].map((topic) => ({ topic, numPartitions: 1 })));
 }
 
 /** A plain kafkajs client logged in as `user`, for trying what its ACLs do not allow. */

@@ -11,7 +11,7 @@ import { createClickHouseEventStore } from '../../../src/store/clickhouse-event-
 import type { EventStore } from '../../../src/store/event-store.js';
 import type { SqlTransport } from '../../../src/store/sql-transport.js';
 import { eventSeries } from '../../support/factories.js';
-import { committedOffsets } from '../../support/kafka-topics.js';
+import { committedOffsets, createTopics } from '../../support/kafka-topics.js';
 import { waitFor } from '../../support/wait-for.js';
 import { describeOnEachStore } from './kafka-suite.js';
 
@@ -30,10 +30,7 @@ describeOnEachStore('ingest while the store is failing', function (suite) {
 
   before(async () => {
     const { kafka, gateway } = suite();
-    const admin = kafka.admin();
-    await admin.connect();
-    await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 1 }, { topic: `${topic}.dlq`, numPartitions: 1 }] });
-    await admin.disconnect();
+    await createTopics(kafka, [{ topic, numPartitions: 1 }, { topic: `${topic}.dlq`, numPartitions: 1 }]);
     // A second connection to the suite's store (chDB allows it within one process).
     transport = await openStore(gateway.config);
   });

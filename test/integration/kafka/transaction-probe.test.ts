@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { randomBytes } from 'node:crypto';
 import type { Producer } from 'kafkajs';
 import { probeTransactions } from '../../support/kafka-probe.js';
+import { createTopics } from '../../support/kafka-topics.js';
 import { sharedKafka } from './kafka-suite.js';
 
 /**
@@ -14,10 +15,7 @@ describe('hanging-transaction probe (scripts/kafka-probe.sh)', function () {
   let producer: Producer | undefined;
 
   before(async () => {
-    const admin = sharedKafka().kafka.admin();
-    await admin.connect();
-    await admin.createTopics({ waitForLeaders: true, topics: [{ topic, numPartitions: 2 }] });
-    await admin.disconnect();
+    await createTopics(sharedKafka().kafka, [{ topic, numPartitions: 2 }]);
   });
 
   after(async () => {
