@@ -118,7 +118,7 @@ describeOnEachStore('commands published to Kafka', function (suite) {
     expect(commands.map((c) => (JSON.parse(c.value!) as { command_id: string }).command_id)).to.deep.equal(ids);
   });
 
-  it('puts one command on the topic for requests with one Idempotency-Key that arrive at the same moment', async () => {
+  it('puts one command on the topic for requests with one Idempotency-Key that arrive together', async () => {
     const { gateway, topics } = suite();
     const tenant = gateway.tenant();
     const headers = await tenant.headers();
@@ -136,6 +136,11 @@ describeOnEachStore('commands published to Kafka', function (suite) {
     const later = await gateway.call<{ data: EnrollmentAccepted }>('POST', path, { headers, body: { display_name: 'Later' } });
     await reader.waitFor('the later command', (m) => m.topic === topics.enrollments && m.value?.includes(later.body.data.enrollment_id) === true);
     const keyed = reader.messages.filter((m) => m.topic === topics.enrollments && m.key === deviceId && m.headers['idempotency-key'] === 'same-moment');
-    expect(keyed).to.have.length(1);
+    // Requests that overlap share one flight and one send. One that arrives after the flight
+    // ended is a retry, and a retry republishes the recorded command, a copy with the same
+    // command_id that consumers and the feed fold (docs/decisions/idempotency.md): so the
+    // number of copies depends on timing, and one command is one command_id.
+    const commandIds = new Set(keyed.map((m) => (JSON.parse(m.value!) as { command_id: string }).command_id));
+    expect([...commandIds]).to.deep.equal([answers[0]!.body.data.enrollment_id]);
   });
 });
