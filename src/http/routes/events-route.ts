@@ -7,6 +7,7 @@ import { TimestampError, toStoreTimestamp } from '../../store/timestamps.js';
 import { authenticate, authOf } from '../authenticate.js';
 import { success } from '../envelope.js';
 import type { GatewayState } from '../state.js';
+import { eventFilters } from './event-filters.js';
 import type { TokenVerifier } from '../../auth/token-verifier.js';
 
 export function registerEventsRoute(
@@ -23,11 +24,7 @@ export function registerEventsRoute(
       orgId,
       projectId: path.project_id.toLowerCase(),
       filters: {
-        domain: query.domain,
-        entity: query.entity,
-        action: query.action,
-        deviceId: query.device_id?.toLowerCase(),
-        fleetId: query.fleet_id?.toLowerCase(),
+        ...eventFilters(query),
         since: timeBound(query.since, 'since'),
         until: timeBound(query.until, 'until'),
       },

@@ -8,6 +8,7 @@ import type { TailPosition } from '../../store/event-store.js';
 import { authenticate, authOf } from '../authenticate.js';
 import { requestOf } from '../request-context.js';
 import { createSseSink } from '../sse-sink.js';
+import { eventFilters } from './event-filters.js';
 import type { GatewayState } from '../state.js';
 
 /** What the stream tells an EventSource to wait before reconnecting. */
@@ -45,13 +46,7 @@ export function registerEventsStreamRoute(
       {
         orgId,
         projectId: path.project_id.toLowerCase(),
-        filters: {
-          domain: query.domain,
-          entity: query.entity,
-          action: query.action,
-          deviceId: query.device_id?.toLowerCase(),
-          fleetId: query.fleet_id?.toLowerCase(),
-        },
+        filters: eventFilters(query),
         after,
         log: requestOf(ctx.state).log,
       },
