@@ -75,9 +75,13 @@ export function startCommandLoad(gateway: TestGateway, tenant: Tenant, clients: 
 }
 
 /**
- * Reads the command topics and the tenant's feed back: every acknowledged command is on
- * its topic exactly once, no command is there twice, and the feed holds exactly one event
- * per command on the topics (acknowledged, or answered 503 but written anyway).
+ * Reads the command topics and the tenant's feed back, against the contract
+ * (docs/kafka-contract.md: delivery at least once, a command applied once per
+ * command_id): every acknowledged command is on its topic, and the feed holds exactly one
+ * event per command on the topics (acknowledged, or answered 503 but written anyway).
+ * Copies of a command on its topic are counted and printed, not refused: with two of three
+ * brokers down, one run found a command answered 503 written twice
+ * (docs/decisions/kafka-cluster.md).
  * Returns where each of the tenant's commands on the topics is, as `topic/partition`.
  */
 export async function expectEachCommandOnceOnTopicAndFeed(
@@ -95,9 +99,13 @@ export async function expectEachCommandOnceOnTopicAndFeed(
     counts.set(command.command_id, (counts.get(command.command_id) ?? 0) + 1);
     placement.set(command.command_id, `${message.topic}/${message.partition}`);
   }
-  const missing = [...acknowledged].filter((id) => counts.get(id) !== 1);
-  expect(missing, 'acknowledged commands not on their topic exactly once').to.deep.equal([]);
-  expect([...counts].filter(([, n]) => n > 1), 'commands written twice').to.deep.equal([]);
+  const missing = [...acknowledged].filter((id) => counts.get(id) === undefined);
+  expect(missing, 'acknowledged commands not on their topic').to.deep.equal([]);
+  const copied = [...counts].filter(([, n]) => n > 1);
+  if (copied.length > 0) {
+    const acknowledgedCopies = copied.filter(([id]) => acknowledged.has(id)).length;
+    console.log(`      ${copied.length} command(s) on their topic more than once (${acknowledgedCopies} of them acknowledged); the feed must fold them`);
+  }
 
   const feed = await waitFor('the feed to hold an event per command on the topics', async () => {
     const items = await wholeFeed(gateway, tenant);
