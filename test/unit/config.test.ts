@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { ConfigError, loadConfig } from '../../src/config.js';
@@ -185,6 +185,7 @@ describe('loadConfig: TLS and SASL towards Kafka and ClickHouse', () => {
     return path;
   };
   const passwordFile = file('password', `${PASSWORD}\n`);
+  after(() => rmSync(dir, { recursive: true, force: true }));
   const kafka = { KAFKA_BROKERS: 'k:9093', AUTH_JWT_SECRET: SECRET };
   const scram = { ...kafka, KAFKA_SASL_MECHANISM: 'scram-sha-512', KAFKA_SASL_USERNAME: 'gateway' };
 
