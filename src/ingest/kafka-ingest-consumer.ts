@@ -30,6 +30,8 @@ export interface IngestConsumer {
 }
 
 const BACKOFF_MS = { initial: 200, max: 10_000 };
+// A consumer kafkajs gave up on is replaced after this pause, and again after it if the new one cannot start.
+const REPLACE_AFTER_MS = 1000;
 
 function stringHeaders(headers: IHeaders | undefined): Record<string, Buffer | string> {
   const out: Record<string, Buffer | string> = {};
@@ -74,17 +76,56 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
   const formats = new Map(options.sources.map((s) => [s.topic, s.format]));
   const topics = [...formats.keys()];
   let stopping = false;
-  const consumer: Consumer = options.kafka.consumer({
-    groupId: options.groupId,
-    readUncommitted: false,
-    sessionTimeout: options.sessionTimeoutMs,
-    heartbeatInterval: Math.floor(options.sessionTimeoutMs / 3),
-    maxWaitTimeInMs: 250,
-    // After a crash (the broker gone, say) kafkajs restarts the consumer on a timer that
-    // it arms after asking this; a stop() that came in between would clear no timer and
-    // leave the restart reconnecting forever. So a stopping consumer never restarts.
-    retry: { restartOnFailure: async () => !stopping },
-  });
+  let replacement: NodeJS.Timeout | undefined;
+  const newConsumer = (): Consumer => {
+    const fresh = options.kafka.consumer({
+      groupId: options.groupId,
+      readUncommitted: false,
+      sessionTimeout: options.sessionTimeoutMs,
+      heartbeatInterval: Math.floor(options.sessionTimeoutMs / 3),
+      maxWaitTimeInMs: 250,
+      // After a crash (the broker gone, say) kafkajs restarts the consumer on a timer that
+      // it arms after asking this; a stop() that came in between would clear no timer and
+      // leave the restart reconnecting forever. So a stopping consumer never restarts.
+      retry: { restartOnFailure: async () => !stopping },
+    });
+    // kafkajs restarts a consumer only after an error it deems retriable; after any other
+    // (seen once after a broker outage) it disconnects for good and ingestion would stop
+    // in silence. Such a consumer is replaced by a new one in the same group.
+    fresh.on(fresh.events.CRASH, ({ payload }) => {
+      if (payload.restart || stopping) return;
+      logger.error({ err: payload.error }, 'ingest consumer stopped on an error kafkajs does not restart after; starting a new one');
+      scheduleReplacement();
+    });
+    return fresh;
+  };
+  let consumer: Consumer = newConsumer();
+
+  async function run(current: Consumer): Promise<void> {
+    await current.connect();
+    await current.subscribe({ topics, fromBeginning: true });
+    await current.run({
+      autoCommit: false,
+      eachBatchAutoResolve: false,
+      // Every assigned partition may wait in the same insert; 64 bounds the fan-in.
+      partitionsConsumedConcurrently: 64,
+      eachBatch,
+    });
+  }
+
+  function scheduleReplacement(): void {
+    if (stopping || replacement !== undefined) return;
+    replacement = setTimeout(() => {
+      replacement = undefined;
+      if (stopping) return;
+      consumer = newConsumer();
+      run(consumer).catch((error: unknown) => {
+        logger.error({ err: error }, 'a new ingest consumer did not start; trying again');
+        scheduleReplacement();
+      });
+    }, REPLACE_AFTER_MS);
+  }
+
   // A dead letter whose partition kafkajs left out of a send would be lost once the offsets are committed.
   const ledger = partitionLedger();
   const deadLetters: Producer = options.kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: ledger.createPartitioner });
@@ -164,19 +205,12 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
   return {
     async start() {
       await deadLetters.connect();
-      await consumer.connect();
-      await consumer.subscribe({ topics, fromBeginning: true });
-      await consumer.run({
-        autoCommit: false,
-        eachBatchAutoResolve: false,
-        // Every assigned partition may wait in the same insert; 64 bounds the fan-in.
-        partitionsConsumedConcurrently: 64,
-        eachBatch,
-      });
+      await run(consumer);
       logger.info({ topics, groupId: options.groupId }, 'ingest consumer running');
     },
     async stop() {
       stopping = true;
+      clearTimeout(replacement);
       await consumer.disconnect();
       await inserts.drain().catch(() => undefined);
       await deadLetters.disconnect();
