@@ -8,6 +8,19 @@ import type { EventStore } from '../../../src/store/event-store.js';
 import { toStoreError } from '../../../src/store/store-errors.js';
 import { canonicalEvent, edgePolicyCommand, enrollmentCommand } from '../../support/factories.js';
 
+/** The read side of the store port: the ingestor only writes, so any read is a bug here. */
+const NO_READS: Pick<EventStore, 'listEvents' | 'tailHorizon' | 'tailEvents'> = {
+  async listEvents() {
+    return [];
+  },
+  async tailHorizon(): Promise<never> {
+    throw new Error('the ingestor does not read');
+  },
+  async tailEvents(): Promise<never> {
+    throw new Error('the ingestor does not read');
+  },
+};
+
 function memoryStore(fail = false) {
   const batches: CanonicalEvent[][] = [];
   const store: EventStore = {
@@ -15,15 +28,7 @@ function memoryStore(fail = false) {
       if (fail) throw new Error('store down');
       batches.push([...events]);
     },
-    async listEvents() {
-      return [];
-    },
-    async tailHorizon(): Promise<never> {
-      throw new Error('the ingestor does not read');
-    },
-    async tailEvents(): Promise<never> {
-      throw new Error('the ingestor does not read');
-    },
+    ...NO_READS,
   };
   return { store, batches };
 }
@@ -46,15 +51,7 @@ function constrainedStore(options: { sickFromInsert?: number } = {}) {
       }
       stored.push(...events.map((e) => e.id));
     },
-    async listEvents() {
-      return [];
-    },
-    async tailHorizon(): Promise<never> {
-      throw new Error('the ingestor does not read');
-    },
-    async tailEvents(): Promise<never> {
-      throw new Error('the ingestor does not read');
-    },
+    ...NO_READS,
   };
   return { store, stored, state };
 }
