@@ -110,9 +110,24 @@ export interface Config {
   readonly rateLimit: RateLimitConfig | undefined;
   /** On SIGTERM, how long requests in flight and open connections get before they are cut (SHUTDOWN_GRACE_MS). */
   readonly shutdownGraceMs: number;
-  readonly ingest: { readonly batchSize: number; readonly batchWaitMs: number };
+  readonly ingest: {
+    readonly batchSize: number;
+    readonly batchWaitMs: number;
+    /** Events fetched and not yet stored, at most (INGEST_MAX_IN_FLIGHT_EVENTS); fetching waits past it. */
+    readonly maxInFlightEvents: number;
+  };
   /** The live tail, GET .../events/stream (docs/decisions/live-tail.md). */
   readonly liveTail: LiveTailConfig;
+}
+
+function parseIngest(env: Env): Config['ingest'] {
+  const batchSize = integer(env, 'INGEST_BATCH_SIZE', 5000, 1, 1_000_000);
+  return {
+    batchSize,
+    batchWaitMs: integer(env, 'INGEST_BATCH_WAIT_MS', 200, 0, 60_000),
+    // Four inserts' worth keeps the store busy while kafkajs fetches the next ones.
+    maxInFlightEvents: integer(env, 'INGEST_MAX_IN_FLIGHT_EVENTS', 4 * batchSize, 1, 10_000_000),
+  };
 }
 
 export interface LiveTailConfig {
@@ -349,10 +364,7 @@ export function loadConfig(env: Env): Config {
     http: parseHttpServer(env),
     rateLimit: parseRateLimit(env),
     shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
-    ingest: {
-      batchSize: integer(env, 'INGEST_BATCH_SIZE', 5000, 1, 1_000_000),
-      batchWaitMs: integer(env, 'INGEST_BATCH_WAIT_MS', 200, 0, 60_000),
-    },
+    ingest: parseIngest(env),
     liveTail: {
       settleMs: integer(env, 'STREAM_SETTLE_MS', 2000, 0, 600_000),
       pollMs: integer(env, 'STREAM_POLL_MS', 500, 10, 60_000),

@@ -4,6 +4,7 @@ import { partitionLedger, sendCompletely } from '../kafka/complete-send.js';
 import type { Logger } from '../logger.js';
 import type { GatewayMetrics } from '../metrics/gateway-metrics.js';
 import { createGroupCommit } from '../store/group-commit.js';
+import { createCommitPipeline } from './commit-pipeline.js';
 import { deadLetterMessage } from './dead-letter.js';
 import { REJECT_REASONS, type EventIngestor, type MessageFormat, type RawEventMessage, type RejectedMessage } from './event-ingestor.js';
 
@@ -19,6 +20,8 @@ export interface IngestConsumerOptions {
   readonly batchSize: number;
   /** Longest a partial batch waits for more events. */
   readonly batchWaitMs: number;
+  /** Most events fetched and not yet stored; past it, fetching waits for the store. */
+  readonly maxInFlightEvents: number;
   /** Silence after which the group hands this member's partitions to another; heartbeats go every third of it. */
   readonly sessionTimeoutMs: number;
   readonly logger: Logger;
@@ -30,6 +33,7 @@ export interface IngestConsumer {
 }
 
 const BACKOFF_MS = { initial: 200, max: 10_000 };
+const FETCH_BYTES = { perPartition: 4 * 1024 * 1024, total: 32 * 1024 * 1024 };
 // A consumer kafkajs gave up on is replaced after this pause, and again after it if the new one cannot start.
 const REPLACE_AFTER_MS = 1000;
 
@@ -76,6 +80,7 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
   const formats = new Map(options.sources.map((s) => [s.topic, s.format]));
   const topics = [...formats.keys()];
   let stopping = false;
+  const pipeline = createCommitPipeline(options.maxInFlightEvents);
   let replacement: NodeJS.Timeout | undefined;
   const newConsumer = (): Consumer => {
     const fresh = options.kafka.consumer({
@@ -84,6 +89,9 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
       sessionTimeout: options.sessionTimeoutMs,
       heartbeatInterval: Math.floor(options.sessionTimeoutMs / 3),
       maxWaitTimeInMs: 250,
+      // kafkajs's 1 MiB per partition is about 3,000 events, fewer than one insert wants.
+      maxBytesPerPartition: FETCH_BYTES.perPartition,
+      maxBytes: FETCH_BYTES.total,
       // After a crash (the broker gone, say) kafkajs restarts the consumer on a timer that
       // it arms after asking this; a stop() that came in between would clear no timer and
       // leave the restart reconnecting forever. So a stopping consumer never restarts.
@@ -97,6 +105,9 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
       logger.error({ err: payload.error }, 'ingest consumer stopped on an error kafkajs does not restart after; starting a new one');
       scheduleReplacement();
     });
+    // After a rebalance kafkajs fetches each partition again from its committed offset, so
+    // chains broken before it (or still running) must not hold back the new batches.
+    fresh.on(fresh.events.GROUP_JOIN, () => pipeline.reset());
     return fresh;
   };
   let consumer: Consumer = newConsumer();
@@ -155,17 +166,34 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
     { maxItems: options.batchSize, lingerMs: options.batchWaitMs },
   );
 
+  /**
+   * Stores a batch, retrying with backoff while the store is sick. It gives up (and so
+   * breaks its partition's commit chain) only when the consumer is stopping or the
+   * partition was taken away; the group then delivers the batch again.
+   */
   async function storeWithRetry(payload: EachBatchPayload, messages: RawEventMessage[]): Promise<void> {
     for (let attempt = 1; ; attempt += 1) {
       try {
         await inserts.write(messages);
         return;
       } catch (error) {
-        if (!payload.isRunning() || payload.isStale()) throw error;
+        if (stopping || !payload.isRunning() || payload.isStale()) throw error;
         const delay = Math.min(BACKOFF_MS.max, BACKOFF_MS.initial * 2 ** (attempt - 1));
         logger.warn({ err: error, attempt, delayMs: delay, topic: payload.batch.topic, partition: payload.batch.partition }, 'store failed; retrying batch');
         await sleep(delay);
       }
+    }
+  }
+
+  async function commit(payload: EachBatchPayload, next: string): Promise<void> {
+    const { topic, partition } = payload.batch;
+    if (payload.isRunning()) {
+      await consumer.commitOffsets([{ topic, partition, offset: next }]);
+    } else {
+      // Once stop() has begun, kafkajs's consumer.commitOffsets silently commits nothing, so
+      // every batch finished during a shutdown would be stored and then delivered again. The
+      // payload's commit goes straight to the group, which this member has not left yet.
+      await payload.commitOffsetsIfNecessary({ topics: [{ topic, partitions: [{ partition, offset: next }] }] });
     }
   }
 
@@ -180,26 +208,26 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
       headers: stringHeaders(m.headers),
       source: { topic: batch.topic, partition: batch.partition, offset: m.offset },
     }));
-    // A batch retried against a sick store can outlast the session; heartbeat through it.
+    // Waiting for room (a slow or sick store) can outlast the session; heartbeat through it.
     const beat = setInterval(() => payload.heartbeat().catch(() => undefined), Math.floor(options.sessionTimeoutMs / 5));
     try {
-      await storeWithRetry(payload, messages);
+      await pipeline.admit(messages.length);
     } finally {
       clearInterval(beat);
     }
     const last = batch.messages.at(-1)!.offset;
-    options.metrics.consumerLag.set({ topic: batch.topic, partition: String(batch.partition) }, Number(batch.offsetLag()));
+    const lag = Number(batch.offsetLag());
+    const link = pipeline.track(`${batch.topic}/${batch.partition}`, messages.length, storeWithRetry(payload, messages), async () => {
+      options.metrics.consumerLag.set({ topic: batch.topic, partition: String(batch.partition) }, lag);
+      await commit(payload, (BigInt(last) + 1n).toString());
+    });
+    link.catch((error: unknown) => {
+      if (!stopping) logger.warn({ err: error, topic: batch.topic, partition: batch.partition }, 'batch not committed; the group delivers it again');
+    });
+    // kafkajs fetches on from here while the batch is stored; the commit waits for the store.
     payload.resolveOffset(last);
-    const next = (BigInt(last) + 1n).toString();
-    if (payload.isRunning()) {
-      await consumer.commitOffsets([{ topic: batch.topic, partition: batch.partition, offset: next }]);
-    } else {
-      // Once stop() has begun, kafkajs's consumer.commitOffsets silently commits nothing, so
-      // every batch finished during a shutdown would be stored and then delivered again. The
-      // payload's commit goes straight to the group, which this member has not left yet: kafkajs
-      // leaves only after its batches in flight have returned.
-      await payload.commitOffsetsIfNecessary({ topics: [{ topic: batch.topic, partitions: [{ partition: batch.partition, offset: next }] }] });
-    }
+    // A batch handed over while the consumer stops is committed before the member leaves.
+    if (!payload.isRunning()) await link;
   }
 
   return {
@@ -211,6 +239,10 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
     async stop() {
       stopping = true;
       clearTimeout(replacement);
+      // Fetch nothing more, and let every batch already handed over be stored and committed
+      // while the member is still in the group (after disconnect() no commit gets through).
+      consumer.pause(topics.map((topic) => ({ topic })));
+      await pipeline.settled();
       await consumer.disconnect();
       await inserts.drain().catch(() => undefined);
       await deadLetters.disconnect();

@@ -86,6 +86,7 @@ export async function startIngestConsumer(
     ingestor,
     batchSize: config.ingest.batchSize,
     batchWaitMs: config.ingest.batchWaitMs,
+    maxInFlightEvents: config.ingest.maxInFlightEvents,
     sessionTimeoutMs: kafkaConfig.sessionTimeoutMs,
     logger,
   });

@@ -70,6 +70,7 @@ describeOnEachStore('ingest while the store is failing', function (suite) {
       ingestor: createEventIngestor({ store: failing, schemas: createSchemaRegistry() }),
       batchSize: 1000,
       batchWaitMs: 20,
+      maxInFlightEvents: 4000,
       sessionTimeoutMs: 10_000,
       logger: createLogger('silent'),
     });
