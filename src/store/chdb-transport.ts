@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { Session } from 'chdb';
 import { createGroupCommit, type GroupCommit } from './group-commit.js';
-import type { SqlParams, SqlTransport } from './sql-transport.js';
+import { INSERT_SETTINGS, type SqlParams, type SqlTransport } from './sql-transport.js';
 import { toStoreError } from './store-errors.js';
 import { rowRefusal } from './store-refusal.js';
 
@@ -29,7 +29,7 @@ export function createChdbTransport(options: ChdbTransportOptions): SqlTransport
       writer = createGroupCommit<object>(
         async (rows) => {
           const payload = rows.map((row) => JSON.stringify(row)).join('\n');
-          await session.insert({ table, values: payload, format: 'JSONEachRow' });
+          await session.insert({ table, values: payload, format: 'JSONEachRow', settings: INSERT_SETTINGS });
         },
         { isolate },
       );

@@ -2,6 +2,7 @@ import { createClient, type ClickHouseClient } from '@clickhouse/client';
 import type { ClickHouseConfig } from '../config.js';
 import { clickHouseConnectionOptions } from './clickhouse-connection-options.js';
 import type { SqlParams, SqlTransport } from './sql-transport.js';
+import { INSERT_SETTINGS } from './sql-transport.js';
 import { toStoreError } from './store-errors.js';
 
 // Below this many rows an insert is buffered server-side (async_insert) instead of
@@ -73,6 +74,7 @@ export async function createClickHouseServerTransport(config: ClickHouseConfig):
           values: rows as object[],
           format: 'JSONEachRow',
           clickhouse_settings: {
+            ...INSERT_SETTINGS,
             ...(rows.length < ASYNC_INSERT_BELOW_ROWS ? { async_insert: 1, wait_for_async_insert: 1 } : {}),
             ...(clustered ? CLUSTER_SETTINGS.insert : {}),
           },

@@ -37,8 +37,17 @@ export const EVENT_COLUMNS = [
   'trace_id',
 ] as const satisfies readonly (keyof EventRow)[];
 
+/**
+ * A row as an insert writes it. The payload goes as the object itself: ClickHouse reads
+ * a JSON object given for a String column as its JSON text
+ * (input_format_json_read_objects_as_strings, which the transports set on every insert),
+ * so the stored text is what JSON.stringify(payload) gives, without encoding the payload
+ * once and then escaping it again inside the row.
+ */
+export type EventInsertRow = Omit<EventRow, 'payload'> & { payload: Record<string, unknown> | null };
+
 /** Throws TimestampError when occurred_at is outside what the store can hold. */
-export function toEventRow(event: CanonicalEvent): EventRow {
+export function toEventRow(event: CanonicalEvent): EventInsertRow {
   return {
     id: event.id.toLowerCase(),
     org_id: event.org_id.toLowerCase(),
@@ -50,7 +59,7 @@ export function toEventRow(event: CanonicalEvent): EventRow {
     correlation_id: event.correlation_id?.toLowerCase() ?? null,
     device_id: event.device_id?.toLowerCase() ?? null,
     fleet_id: event.fleet_id?.toLowerCase() ?? null,
-    payload: event.payload === undefined || event.payload === null ? null : JSON.stringify(event.payload),
+    payload: event.payload ?? null,
     source_service: event.source_service ?? null,
     span_id: event.span_id ?? null,
     trace_id: event.trace_id ?? null,

@@ -7,6 +7,14 @@
 export type SqlParam = string | number | boolean | null | readonly string[];
 export type SqlParams = Readonly<Record<string, SqlParam>>;
 
+/**
+ * Settings of every JSONEachRow insert, on both engines. A JSON object given for a String
+ * column is kept as its JSON text, so a row can carry a payload as the object itself
+ * (src/store/event-rows.ts). It is the engines' default; it is set so that a server
+ * profile that turns it off cannot change what is stored.
+ */
+export const INSERT_SETTINGS = { input_format_json_read_objects_as_strings: 1 } as const;
+
 export interface SqlTransport {
   /** Which engine answers; for logs and readiness, never for branching SQL. */
   readonly kind: 'chdb' | 'clickhouse-server';
@@ -14,7 +22,7 @@ export interface SqlTransport {
   command(sql: string, params?: SqlParams): Promise<void>;
   /** A SELECT; each row is one JSONEachRow object. */
   query<Row>(sql: string, params?: SqlParams): Promise<Row[]>;
-  /** Inserts rows (objects keyed by column name) as JSONEachRow. */
+  /** Inserts rows (objects keyed by column name) as JSONEachRow, with INSERT_SETTINGS. */
   insert(table: string, rows: readonly object[]): Promise<void>;
   close(): Promise<void>;
 }

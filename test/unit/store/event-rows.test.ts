@@ -3,7 +3,7 @@ import { fromEventRow, toEventRow } from '../../../src/store/event-rows.js';
 import { canonicalEvent } from '../../support/factories.js';
 
 describe('event rows', () => {
-  it('round-trips every field, with payload as JSON text in the row', () => {
+  it('round-trips every field; the payload is written as its object and read back from its JSON text', () => {
     const event = canonicalEvent({
       occurred_at: '2026-03-04T05:06:07.890123Z',
       correlation_id: 'cccccccc-cccc-4ccc-8ccc-cccccccccccc',
@@ -12,14 +12,18 @@ describe('event rows', () => {
       trace_id: '0af7651916cd43dd8448eb211c80319c',
     });
     const row = toEventRow(event);
-    expect(row.payload).to.equal('{"nested":{"list":[1,"two",null]}}');
+    expect(row.payload).to.deep.equal({ nested: { list: [1, 'two', null] } });
     expect(row.occurred_at).to.equal('2026-03-04 05:06:07.890123');
-    expect(fromEventRow(row)).to.deep.equal(event);
+    // The text the store keeps for the object, as a read returns it.
+    const stored = { ...row, payload: '{"nested":{"list":[1,"two",null]}}' };
+    expect(fromEventRow(stored)).to.deep.equal(event);
   });
 
   it('turns absent optional fields into nulls', () => {
     const { correlation_id, device_id, fleet_id, payload, source_service, span_id, trace_id, ...required } = canonicalEvent();
-    const out = fromEventRow(toEventRow({ ...required, occurred_at: '2026-01-01T00:00:00Z' }));
+    const row = toEventRow({ ...required, occurred_at: '2026-01-01T00:00:00Z' });
+    expect(row.payload).to.equal(null);
+    const out = fromEventRow({ ...row, payload: null });
     expect(out).to.deep.include({ correlation_id: null, device_id: null, fleet_id: null, payload: null, source_service: null, span_id: null, trace_id: null });
     void [correlation_id, device_id, fleet_id, payload, source_service, span_id, trace_id];
   });
