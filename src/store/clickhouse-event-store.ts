@@ -3,6 +3,7 @@ import { EVENT_COLUMNS, fromEventRow, toEventRow, type EventRow } from './event-
 import type { EventStore, FeedQuery, StoredEvent } from './event-store.js';
 import { createClickHouseTail } from './clickhouse-tail.js';
 import { filterConditions } from './filter-sql.js';
+import { readDistinct } from './fold-copies.js';
 import type { SqlParam, SqlParams, SqlTransport } from './sql-transport.js';
 
 /**
@@ -25,11 +26,13 @@ export function feedSql(query: FeedQuery): { sql: string; params: SqlParams } {
     params['after_t'] = query.after.occurredAt;
     params['after_id'] = query.after.id;
   }
+  // No LIMIT 1 BY id: it made ClickHouse sort the project's whole range instead of
+  // reading it in reverse order, so rows read grew with the project. Redelivered copies
+  // come back adjacent and listEvents folds them (docs/decisions/feed-storage.md).
   const sql = `SELECT ${EVENT_COLUMNS.join(', ')}
     FROM events
     WHERE ${where.join(' AND ')}
     ORDER BY occurred_at DESC, id DESC
-    LIMIT 1 BY id
     LIMIT {limit:UInt32}`;
   return { sql, params };
 }
@@ -40,8 +43,11 @@ export function createClickHouseEventStore(transport: SqlTransport): EventStore 
       await transport.insert('events', events.map(toEventRow));
     },
     async listEvents(query: FeedQuery): Promise<StoredEvent[]> {
-      const { sql, params } = feedSql(query);
-      const rows = await transport.query<EventRow>(sql, params);
+      const read = (after: FeedQuery['after'], limit: number) => {
+        const { sql, params } = feedSql({ ...query, after, limit });
+        return transport.query<EventRow>(sql, params);
+      };
+      const rows = await readDistinct(read, query.after, query.limit);
       return rows.map((row) => ({
         event: fromEventRow(row),
         position: { occurredAt: row.occurred_at, id: row.id },

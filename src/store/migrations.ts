@@ -27,6 +27,13 @@ interface TableSpec {
    * as it is). Parts written before the ALTER get the index when merges rewrite them.
    */
   readonly addedIndexes?: readonly string[];
+  /**
+   * Table settings, set with ALTER … MODIFY SETTING so that an existing table gains them
+   * too, before the projections (which may depend on them) are added.
+   */
+  readonly settings?: readonly string[];
+  /** Projections added with ALTER … ADD PROJECTION IF NOT EXISTS, for the same reason as addedIndexes. */
+  readonly projections?: readonly string[];
   /** Distributed tables route rows by this: every read the gateway makes names all its columns, so it reads one shard. */
   readonly shardingKey: string;
 }
@@ -35,7 +42,7 @@ interface TableSpec {
  * The events table is shaped for the feed query: the sort key (org_id, project_id,
  * occurred_at, id) makes a keyset page a short reverse read of one project's range.
  * ReplacingMergeTree folds redelivered copies of an event (same sort key) in background
- * merges; until then the feed query collapses them with LIMIT 1 BY id
+ * merges; until then the feed folds them as it reads, where they lie side by side
  * (docs/decisions/feed-storage.md). A project's events live on one shard.
  */
 const TABLES: readonly TableSpec[] = [
@@ -63,6 +70,11 @@ const TABLES: readonly TableSpec[] = [
   ORDER BY (org_id, project_id, occurred_at, id)`,
     // The live tail reads by ingestion time: this lets a poll skip granules ingested before its position.
     addedIndexes: ['ingested_idx ingested_at TYPE minmax GRANULARITY 1'],
+    // A ReplacingMergeTree refuses projections unless merges say what to do with them: rebuild them from the merged rows.
+    settings: ["deduplicate_merge_projection_mode = 'rebuild'"],
+    // The device_id filter keeps a page a short read of one device's range: through the
+    // table's own order it read 4.3M of 10M rows (bench, one device in 1,000).
+    projections: ['by_device (SELECT * ORDER BY (org_id, project_id, device_id, occurred_at, id))'],
     shardingKey: 'cityHash64(org_id, project_id)',
   },
   // Idempotency-Key records: the first record for a key wins; entries expire after a day.
@@ -107,18 +119,32 @@ function addIndexes(t: TableSpec, table: string, onCluster: string): string[] {
   return (t.addedIndexes ?? []).map((index) => `ALTER TABLE ${table}${onCluster} ADD INDEX IF NOT EXISTS ${index}`);
 }
 
+/**
+ * Settings, then projections, after the table exists. Parts written before the ALTER get
+ * the projection when merges rewrite them (no MATERIALIZE here: a mutation of every part
+ * at every start); until then ClickHouse reads those parts from the table itself.
+ */
+function addProjections(t: TableSpec, table: string, onCluster: string): string[] {
+  return [
+    ...(t.settings === undefined ? [] : [`ALTER TABLE ${table}${onCluster} MODIFY SETTING ${t.settings.join(', ')}`]),
+    ...(t.projections ?? []).map((p) => `ALTER TABLE ${table}${onCluster} ADD PROJECTION IF NOT EXISTS ${p}`),
+  ];
+}
+
 /** Idempotent DDL for the layout, run at every start. */
 export function migrationStatements(layout: StoreLayout): string[] {
   if (layout.kind === 'single') {
     return TABLES.flatMap((t) => [
       `CREATE TABLE IF NOT EXISTS ${t.name} (\n    ${t.columns}\n  ) ENGINE = ${engineOf(t, false)}\n  ${t.clauses}`,
       ...addIndexes(t, t.name, ''),
+      ...addProjections(t, t.name, ''),
     ]);
   }
   const onCluster = layout.replicated ? ` ON CLUSTER ${layout.cluster}` : '';
   return TABLES.flatMap((t) => [
     `CREATE TABLE IF NOT EXISTS ${t.name}_local${onCluster} (\n    ${t.columns}\n  ) ENGINE = ${engineOf(t, layout.replicated)}\n  ${t.clauses}`,
     ...addIndexes(t, `${t.name}_local`, onCluster),
+    ...addProjections(t, `${t.name}_local`, onCluster),
     `CREATE TABLE IF NOT EXISTS ${t.name}${onCluster} AS ${t.name}_local\n  ENGINE = Distributed(${layout.cluster}, currentDatabase(), ${t.name}_local, ${t.shardingKey})`,
   ]);
 }

@@ -38,6 +38,26 @@ describeOnEachStore('event store', (gateway) => {
     expect(feed.body.data.items.filter((e) => e.id === event.id)).to.have.length(1);
   });
 
+  it('pages through redelivered copies with full pages, each event once, across page boundaries', async () => {
+    const t = gw.tenant();
+    const tHeaders = await t.headers();
+    const series = eventSeries(7, { org_id: t.orgId, project_id: t.projectId });
+    // Every event twice, in two parts: a raw read of 4 rows holds only 2 events, so pages must read on.
+    await sql.command('SYSTEM STOP MERGES events');
+    await gw.seed(series);
+    await gw.seed(series);
+    const pages: string[][] = [];
+    let cursor: string | null = null;
+    do {
+      const query: string = cursor === null ? 'limit=3' : `limit=3&cursor=${encodeURIComponent(cursor)}`;
+      const res = await gw.call<CanonicalEventPageResponse>('GET', `/projects/${t.projectId}/events?${query}`, { headers: tHeaders });
+      pages.push(res.body.data.items.map((e) => e.id));
+      cursor = res.body.meta.next_cursor;
+    } while (cursor !== null && pages.length < 10);
+    expect(pages.map((p) => p.length)).to.deep.equal([3, 3, 1]);
+    expect(pages.flat()).to.deep.equal(series.map((e) => e.id).reverse());
+  });
+
   it('folds the copies for good when their parts merge', async () => {
     const event = canonicalEvent({ org_id: tenant.orgId, project_id: tenant.projectId });
     await sql.command('SYSTEM STOP MERGES events');

@@ -4,6 +4,9 @@ import { migrationStatements } from '../../../src/store/migrations.js';
 const TABLES = ['events', 'idempotency_keys', 'command_log'];
 const CREATED = /^CREATE TABLE IF NOT EXISTS (\w+)/;
 const INGESTED_INDEX = 'ADD INDEX IF NOT EXISTS ingested_idx ingested_at TYPE minmax GRANULARITY 1';
+const PROJECTION_MODE = "MODIFY SETTING deduplicate_merge_projection_mode = 'rebuild'";
+const DEVICE_PROJECTION = 'ADD PROJECTION IF NOT EXISTS by_device (SELECT * ORDER BY (org_id, project_id, device_id, occurred_at, id))';
+const ALTERS = [INGESTED_INDEX, PROJECTION_MODE, DEVICE_PROJECTION];
 
 describe('migrations', () => {
   it('creates the three tables on one node with MergeTree engines', () => {
@@ -13,24 +16,25 @@ describe('migrations', () => {
     for (const s of statements) expect(s).to.not.match(/ON CLUSTER|Replicated|Distributed/);
   });
 
-  it('adds the ingestion-time skip index to the events table after creating it, so existing tables gain it too', () => {
+  it('adds the skip index, the projection setting and the device projection to the events table after creating it, so existing tables gain them too', () => {
     const statements = migrationStatements({ kind: 'single' });
     expect(statements[0]).to.match(/^CREATE TABLE IF NOT EXISTS events \(/);
-    expect(statements.filter((s) => s.startsWith('ALTER'))).to.deep.equal([`ALTER TABLE events ${INGESTED_INDEX}`]);
-    expect(statements[1]).to.equal(`ALTER TABLE events ${INGESTED_INDEX}`);
+    expect(statements.filter((s) => s.startsWith('ALTER'))).to.deep.equal(ALTERS.map((a) => `ALTER TABLE events ${a}`));
+    expect(statements.slice(1, 4)).to.deep.equal(ALTERS.map((a) => `ALTER TABLE events ${a}`));
   });
 
-  it('puts the skip index on the local table of a cluster, never on the Distributed one', () => {
+  it('puts the skip index and the projection on the local table of a cluster, never on the Distributed one', () => {
     const replicated = migrationStatements({ kind: 'cluster', cluster: 'telemetry', replicated: true });
-    expect(replicated.filter((s) => s.startsWith('ALTER'))).to.deep.equal([`ALTER TABLE events_local ON CLUSTER telemetry ${INGESTED_INDEX}`]);
+    const onLocal = ALTERS.map((a) => `ALTER TABLE events_local ON CLUSTER telemetry ${a}`);
+    expect(replicated.filter((s) => s.startsWith('ALTER'))).to.deep.equal(onLocal);
     // Between the local table and the Distributed table over it.
-    expect(replicated.slice(0, 3).map((s) => s.split(' (')[0]!.split('\n')[0])).to.deep.equal([
+    expect(replicated.slice(0, 5).map((s) => (s.startsWith('ALTER') ? s : s.split(' (')[0]!.split('\n')[0]))).to.deep.equal([
       'CREATE TABLE IF NOT EXISTS events_local ON CLUSTER telemetry',
-      `ALTER TABLE events_local ON CLUSTER telemetry ${INGESTED_INDEX}`,
+      ...onLocal,
       'CREATE TABLE IF NOT EXISTS events ON CLUSTER telemetry AS events_local',
     ]);
     const plain = migrationStatements({ kind: 'cluster', cluster: 'telemetry', replicated: false });
-    expect(plain.filter((s) => s.startsWith('ALTER'))).to.deep.equal([`ALTER TABLE events_local ${INGESTED_INDEX}`]);
+    expect(plain.filter((s) => s.startsWith('ALTER'))).to.deep.equal(ALTERS.map((a) => `ALTER TABLE events_local ${a}`));
   });
 
   it('creates replicated local tables and Distributed tables over them on every node of a cluster with Keeper', () => {

@@ -1,0 +1,44 @@
+import type { FeedPosition } from './event-store.js';
+
+/**
+ * Drops every row whose id equals the previous row's id. The feed reads rows in sort-key
+ * order (occurred_at DESC, id DESC), and the copies of a redelivered event share that
+ * key, so they are always adjacent: one look back is enough, with no set of seen ids.
+ * `previousId` is the id of the row just before `rows`, when a page is read in pieces.
+ */
+export function foldAdjacentCopies<Row extends { readonly id: string }>(rows: readonly Row[], previousId?: string): Row[] {
+  const kept: Row[] = [];
+  let last = previousId;
+  for (const row of rows) {
+    if (row.id !== last) kept.push(row);
+    last = row.id;
+  }
+  return kept;
+}
+
+/** One read of raw rows (copies included), strictly after `after`, at most `limit` of them. */
+export type RawFeedRead<Row> = (after: FeedPosition | undefined, limit: number) => Promise<Row[]>;
+
+/**
+ * Up to `limit` distinct events, reading raw rows in order. A read that came back full but
+ * lost rows to folding is followed by another one starting after its last raw row, so a
+ * page is only short when the range is exhausted, and the next read's keyset stays exact
+ * (the copies of that last row sit at the same position, which the strict keyset skips).
+ */
+export async function readDistinct<Row extends { readonly id: string; readonly occurred_at: string }>(
+  read: RawFeedRead<Row>,
+  after: FeedPosition | undefined,
+  limit: number,
+): Promise<Row[]> {
+  const page: Row[] = [];
+  let position = after;
+  while (page.length < limit) {
+    const want = limit - page.length;
+    const raw = await read(position, want);
+    page.push(...foldAdjacentCopies(raw, page.at(-1)?.id));
+    const tail = raw.at(-1);
+    if (raw.length < want || tail === undefined) break;
+    position = { occurredAt: tail.occurred_at, id: tail.id };
+  }
+  return page;
+}
