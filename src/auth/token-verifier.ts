@@ -3,6 +3,7 @@ import { jwtVerify, type JWTVerifyGetKey } from 'jose';
 import { AppError } from '../errors.js';
 import { createJwksKeys } from './jwks-keys.js';
 import { principalFromClaims, type Principal } from './principal.js';
+import { createVerifiedTokenCache } from './verified-token-cache.js';
 
 export type VerificationKey =
   | { readonly kind: 'hs256'; readonly secret: string }
@@ -18,6 +19,8 @@ export type VerificationKey =
 
 export const JWKS_DEFAULTS = { timeoutMs: 2000, cooldownMs: 30_000, maxAgeMs: 600_000 } as const;
 export const DEFAULT_CLOCK_TOLERANCE_SECONDS = 30;
+/** See createVerifiedTokenCache: a minute bounds how long a withdrawn JWKS key outlives its fetch. */
+export const TOKEN_CACHE_DEFAULTS = { maxEntries: 10_000, maxAgeMs: 60_000 } as const;
 
 export interface TokenVerifierOptions {
   readonly key: VerificationKey;
@@ -27,6 +30,8 @@ export interface TokenVerifierOptions {
   readonly clockToleranceSeconds?: number;
   /** The verifier's clock, in epoch milliseconds; tests set it instead of sleeping. */
   readonly now?: () => number;
+  /** Verified tokens remembered (src/auth/verified-token-cache.ts); false checks every token in full. */
+  readonly cache?: { readonly maxEntries: number; readonly maxAgeMs: number } | false;
 }
 
 export interface TokenVerifier {
@@ -120,8 +125,14 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
     ...(options.issuer === undefined ? {} : { issuer: options.issuer }),
     ...(options.audience === undefined ? {} : { audience: options.audience }),
   };
+  const clock = options.now ?? Date.now;
+  const toleranceMs = verifyOptions.clockTolerance * 1000;
+  const cacheOptions = options.cache ?? TOKEN_CACHE_DEFAULTS;
+  const cache = cacheOptions === false ? undefined : createVerifiedTokenCache({ ...cacheOptions, now: clock });
   return {
     async verify(token) {
+      const cached = cache?.get(token);
+      if (cached !== undefined) return cached;
       const now = options.now;
       const checkOptions = now === undefined ? verifyOptions : { ...verifyOptions, currentDate: new Date(now()) };
       try {
@@ -129,7 +140,10 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
           typeof key === 'function'
             ? await jwtVerify(token, key, checkOptions)
             : await jwtVerify(token, key, checkOptions);
-        return principalFromClaims(payload);
+        const principal = principalFromClaims(payload);
+        // jose refuses a token from exp + tolerance on; a token without exp is bounded by the cache's max age.
+        cache?.set(token, principal, payload.exp === undefined ? Number.POSITIVE_INFINITY : payload.exp * 1000 + toleranceMs);
+        return principal;
       } catch (error) {
         throw toAuthError(error);
       }
