@@ -30,24 +30,34 @@ export function requestContext(logger: Logger): Middleware<GatewayState> {
     const started = process.hrtime.bigint();
     const requestId = requestIdFrom(ctx.headers['x-request-id']);
     const trace = parseTraceparent(ctx.headers.traceparent);
-    const log = logger.child({ requestId, ...(trace === undefined ? {} : { traceId: trace.traceId }) });
-    ctx.state.request = { requestId, trace, log };
+    // pino's child() serializes and redacts its bindings at once; most requests log nothing
+    // below the access line (and nothing at all at LOG_LEVEL=warn), so the child is made on first use.
+    let log: Logger | undefined;
+    ctx.state.request = {
+      requestId,
+      trace,
+      get log() {
+        return (log ??= logger.child({ requestId, ...(trace === undefined ? {} : { traceId: trace.traceId }) }));
+      },
+    };
     ctx.set(REQUEST_ID_HEADER, requestId);
     try {
       await next();
     } finally {
-      const route = (ctx as { _matchedRoute?: string | RegExp })._matchedRoute;
-      const line = {
-        method: ctx.method,
-        path: ctx.path,
-        route: typeof route === 'string' ? route : undefined,
-        status: ctx.status,
-        durationMs: Number(process.hrtime.bigint() - started) / 1e6,
-        ...(ctx.state.auth === undefined ? {} : { orgId: ctx.state.auth.orgId, subject: ctx.state.auth.principal.subject }),
-        ...(ctx.state.commandId === undefined ? {} : { commandId: ctx.state.commandId }),
-      };
-      if (QUIET_PATHS.has(ctx.path)) log.debug(line, 'request');
-      else log.info(line, 'request');
+      const level = QUIET_PATHS.has(ctx.path) ? 'debug' : 'info';
+      if (logger.isLevelEnabled(level)) {
+        const route = (ctx as { _matchedRoute?: string | RegExp })._matchedRoute;
+        const line = {
+          method: ctx.method,
+          path: ctx.path,
+          route: typeof route === 'string' ? route : undefined,
+          status: ctx.status,
+          durationMs: Number(process.hrtime.bigint() - started) / 1e6,
+          ...(ctx.state.auth === undefined ? {} : { orgId: ctx.state.auth.orgId, subject: ctx.state.auth.principal.subject }),
+          ...(ctx.state.commandId === undefined ? {} : { commandId: ctx.state.commandId }),
+        };
+        ctx.state.request.log[level](line, 'request');
+      }
     }
   };
 }
