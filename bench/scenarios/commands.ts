@@ -37,6 +37,28 @@ async function rawSends(ctx: BenchContext, topic: string, connections: number): 
   return { ...run, non2xx: 0 };
 }
 
+/** The gateway's sends so far and their summed time (kafka_produce_duration_seconds), over every topic. */
+async function produceTotals(url: string): Promise<{ sends: number; seconds: number }> {
+  const text = await (await fetch(`${url}/metrics`)).text();
+  const sum = (name: string) =>
+    text
+      .split('\n')
+      .filter((line) => line.startsWith(`${name}{`))
+      .reduce((total, line) => total + Number(line.slice(line.lastIndexOf(' ') + 1)), 0);
+  return { sends: sum('kafka_produce_duration_seconds_count'), seconds: sum('kafka_produce_duration_seconds_sum') };
+}
+
+/** Load on one route, noting how many requests shared a send and how long a send took. */
+async function commandRun(gatewayUrl: string, options: Parameters<typeof autocannon>[0]): Promise<{ run: LoadRun; sharing: string }> {
+  const before = await produceTotals(gatewayUrl);
+  const run = await autocannon(options);
+  const after = await produceTotals(gatewayUrl);
+  const sends = after.sends - before.sends;
+  const perSend = sends === 0 ? 0 : run.requests / sends;
+  const sendMs = sends === 0 ? 0 : ((after.seconds - before.seconds) / sends) * 1000;
+  return { run, sharing: `${perSend.toFixed(1)} requests per send, ${sendMs.toFixed(1)} ms per send` };
+}
+
 /**
  * Enroll and edge-policy through Kafka (202 or 200 only after all in-sync replicas
  * acknowledged), at 50 and 200 connections, against bare Koa and against kafkajs sending
@@ -54,9 +76,9 @@ export async function measureCommands(ctx: BenchContext): Promise<Row[]> {
       const koa = connections === 50 ? ctx.ceiling.post50 : ctx.ceiling.post200;
       const raw = await rawSends(ctx, topics.ENROLLMENT_COMMANDS_TOPIC, connections);
       rows.push({ scenario: 'kafkajs raw sends', measure: `acks=-1, one message per call, ${connections} in flight`, value: raw.perSecond, unit: 'msg/s', ...latencies(raw) });
-      const enroll = await autocannon({ url: `${api}/devices/${randomUUID()}/enroll`, method: 'POST', headers, body: '{"display_name":"Pump 7"}', connections, seconds: ctx.seconds });
-      const policy = await autocannon({ url: `${api}/edge/policy`, method: 'PATCH', headers, body: '{"sync":{"every_s":60}}', connections, seconds: ctx.seconds });
-      for (const [measure, run] of [
+      const enroll = await commandRun(gateway.url, { url: `${api}/devices/${randomUUID()}/enroll`, method: 'POST', headers, body: '{"display_name":"Pump 7"}', connections, seconds: ctx.seconds });
+      const policy = await commandRun(gateway.url, { url: `${api}/edge/policy`, method: 'PATCH', headers, body: '{"sync":{"every_s":60}}', connections, seconds: ctx.seconds });
+      for (const [measure, { run, sharing }] of [
         [`enroll, ${connections} connections`, enroll],
         [`edge-policy, ${connections} connections`, policy],
       ] as const) {
@@ -68,7 +90,7 @@ export async function measureCommands(ctx: BenchContext): Promise<Row[]> {
           ...latencies(run),
           baseline: { name: `bare Koa POST ${connections}`, value: koa.perSecond },
           target: connections === 50 ? '≥ 0.15 of bare Koa, p99 ≤ 25 ms' : undefined,
-          note: `${(run.perSecond / raw.perSecond).toFixed(2)}× raw sends`,
+          note: `${(run.perSecond / raw.perSecond).toFixed(2)}× raw sends; ${sharing}`,
         });
       }
     }
