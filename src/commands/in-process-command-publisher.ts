@@ -1,9 +1,13 @@
 import type { EventIngestor } from '../ingest/event-ingestor.js';
 import type { Logger } from '../logger.js';
+import { createGroupCommit } from '../store/group-commit.js';
+import { rowRefusal } from '../store/store-refusal.js';
 import { REQUEST_ID_MESSAGE_HEADER } from './command-context.js';
 import { commandEvent } from './command-event.js';
 import type { CommandLog } from './command-log.js';
-import type { CommandPublisher } from './command-publisher.js';
+import type { CommandPublisher, PublishRequest } from './command-publisher.js';
+
+const MAX_COMMANDS_PER_WRITE = 1000;
 
 /**
  * The embedded bus: the command goes to the durable command log, then the event derived
@@ -11,16 +15,37 @@ import type { CommandPublisher } from './command-publisher.js';
  * are written before publish() resolves, so a 2xx answer means nothing of it can be
  * lost. The command is written first: a crash in between leaves a command without its
  * feed event, never a feed event for a command that does not exist.
+ *
+ * Concurrent publishes share one command-log write and one event write (group commit),
+ * in the order they came. One write per request and table had each request wait for its
+ * own insert: on a ClickHouse server that is two async inserts per request through a
+ * pool of ten connections, which held enroll at about 50 requests a second.
  */
 export function createInProcessCommandPublisher(deps: { log: CommandLog; ingestor: EventIngestor; logger: Logger }): CommandPublisher {
   const logger = deps.logger.child({ module: 'in-process-bus' });
-  return {
-    async publish({ command }) {
-      await deps.log.append([command]);
-      await deps.ingestor.ingestEvents([commandEvent(command.value, command.headers['traceparent'])]);
+  const writes = createGroupCommit<PublishRequest>(
+    async (requests) => {
+      const commands = requests.map((r) => r.command);
+      await deps.log.append(commands);
+      await deps.ingestor.ingestEvents(commands.map((command) => commandEvent(command.value, command.headers['traceparent'])));
       // The same line the Kafka consumer writes, so a request id is followed the same way on either bus.
-      logger.info({ requestId: command.headers[REQUEST_ID_MESSAGE_HEADER], topic: command.topic }, 'command event stored');
+      for (const command of commands) {
+        logger.info({ requestId: command.headers[REQUEST_ID_MESSAGE_HEADER], topic: command.topic }, 'command event stored');
+      }
     },
-    async close() {},
+    {
+      maxItems: MAX_COMMANDS_PER_WRITE,
+      // A row the store refuses fails only its own request; the others are written again
+      // one by one, and a command logged twice keeps its command_id, which readers fold.
+      isolate: (error) => rowRefusal(error) !== undefined,
+    },
+  );
+  return {
+    publish(request) {
+      return writes.write([request]);
+    },
+    async close() {
+      await writes.drain();
+    },
   };
 }
