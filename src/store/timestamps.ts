@@ -18,8 +18,36 @@ function pad(n: number, width: number): string {
   return String(n).padStart(width, '0');
 }
 
+const UTC = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?[Zz]$/;
+const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
+
+function daysInMonth(year: number, month: number): number {
+  const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
+  return month === 2 && leap ? 29 : DAYS_IN_MONTH[month - 1]!;
+}
+
+/**
+ * The common case, a UTC time with every field in range, is a change of separators: no
+ * Date is built. The ingest consumer converts every event's timestamp, and this was 5%
+ * of its CPU. Anything else (an offset, a leap second, a day that rolls over) goes the
+ * general way, so both give the same text.
+ */
+function utcAsStored(text: string): string | undefined {
+  const m = UTC.exec(text);
+  if (m === null) return undefined;
+  const [, y, mo, d, h, mi, s, fraction = ''] = m as unknown as string[];
+  const year = Number(y);
+  const month = Number(mo);
+  const day = Number(d);
+  if (year < MIN_YEAR || year > MAX_YEAR || month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) return undefined;
+  if (Number(h) > 23 || Number(mi) > 59 || Number(s) > 59) return undefined;
+  return `${y}-${mo}-${d} ${h}:${mi}:${s}.${fraction.padEnd(6, '0').slice(0, 6)}`;
+}
+
 /** RFC 3339 text → 'YYYY-MM-DD hh:mm:ss.ffffff' in UTC, as DateTime64(6, 'UTC') takes it. */
 export function toStoreTimestamp(rfc3339: string): string {
+  const fast = utcAsStored(rfc3339);
+  if (fast !== undefined) return fast;
   const m = RFC3339.exec(rfc3339);
   if (m === null) throw new TimestampError(`"${rfc3339}" is not an RFC 3339 date-time`);
   const [, y, mo, d, h, mi, s, fraction = '', zone] = m as unknown as string[];
