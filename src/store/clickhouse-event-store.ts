@@ -13,6 +13,29 @@ import type { SqlParam, SqlParams, SqlTransport } from './sql-transport.js';
  */
 const KEYSET = `occurred_at <= {after_t:DateTime64(6, 'UTC')} AND (occurred_at < {after_t:DateTime64(6, 'UTC')} OR id < {after_id:UUID})`;
 
+/**
+ * Settings of a feed page, measured with 50 concurrent pages on 2 cores
+ * (docs/decisions/feed-storage.md). A page reads one or two granules, so its cost is the
+ * engine's fixed work per query, and these trim that:
+ * - `max_threads = 1`: with two reading streams the reverse read stopped only after each
+ *   stream had filled a block, so rows read rose with where granule boundaries fell
+ *   (9,344 at 1M events, 19,712 at 10M); one stream reads only the granules the page
+ *   needs. Concurrent pages already keep every core busy.
+ * - `query_plan_optimize_lazy_materialization = 0`: the lazy plan read the sort columns
+ *   and then the granule again for the other columns (twice the rows read) and took
+ *   longer to plan, for a LIMIT too small to gain from reading fewer columns late.
+ * - `use_top_k_dynamic_filtering = 0`: it added a prewhere on occurred_at to every row
+ *   read, which a read in key order that stops at the LIMIT never needs.
+ * Applied with a SETTINGS clause, so both engines (chDB and the server, also behind a
+ * Distributed table) and anyone re-sending this SQL run it with the same settings.
+ */
+const FEED_SETTINGS = ['max_threads = 1', 'query_plan_optimize_lazy_materialization = 0', 'use_top_k_dynamic_filtering = 0'];
+/**
+ * The by_device projection serves only the device_id filter; without that filter,
+ * weighing it is planning time spent on every page for nothing.
+ */
+const WITHOUT_PROJECTIONS = 'optimize_use_projections = 0';
+
 export function feedSql(query: FeedQuery): { sql: string; params: SqlParams } {
   const where = ['org_id = {org_id:UUID}', 'project_id = {project_id:UUID}'];
   const params: Record<string, SqlParam> = {
@@ -26,6 +49,7 @@ export function feedSql(query: FeedQuery): { sql: string; params: SqlParams } {
     params['after_t'] = query.after.occurredAt;
     params['after_id'] = query.after.id;
   }
+  const settings = query.filters.deviceId === undefined ? [...FEED_SETTINGS, WITHOUT_PROJECTIONS] : FEED_SETTINGS;
   // No LIMIT 1 BY id: it made ClickHouse sort the project's whole range instead of
   // reading it in reverse order, so rows read grew with the project. Redelivered copies
   // come back adjacent and listEvents folds them (docs/decisions/feed-storage.md).
@@ -33,7 +57,8 @@ export function feedSql(query: FeedQuery): { sql: string; params: SqlParams } {
     FROM events
     WHERE ${where.join(' AND ')}
     ORDER BY occurred_at DESC, id DESC
-    LIMIT {limit:UInt32}`;
+    LIMIT {limit:UInt32}
+    SETTINGS ${settings.join(', ')}`;
   return { sql, params };
 }
 
