@@ -15,21 +15,19 @@ const KEYSET = `occurred_at <= {after_t:DateTime64(6, 'UTC')} AND (occurred_at <
 
 /**
  * Settings of a feed page, measured with 50 concurrent pages on 2 cores
- * (docs/decisions/feed-storage.md). A page reads one or two granules, so its cost is the
- * engine's fixed work per query, and these trim that:
+ * (docs/decisions/feed-storage.md). A page reads a granule or so per part, so its cost
+ * is mostly the engine's fixed work per query.
  * - `max_threads = 1`: with two reading streams the reverse read stopped only after each
  *   stream had filled a block, so rows read rose with where granule boundaries fell
  *   (9,344 at 1M events, 19,712 at 10M); one stream reads only the granules the page
- *   needs. Concurrent pages already keep every core busy.
- * - `query_plan_optimize_lazy_materialization = 0`: the lazy plan read the sort columns
- *   and then the granule again for the other columns (twice the rows read) and took
- *   longer to plan, for a LIMIT too small to gain from reading fewer columns late.
- * - `use_top_k_dynamic_filtering = 0`: it added a prewhere on occurred_at to every row
- *   read, which a read in key order that stops at the LIMIT never needs.
+ *   needs. Fifty concurrent pages already keep both cores busy.
+ * Lazy materialization stays on: turning it off halved rows read on a merged table but
+ * doubled a page's time on one of many parts, where each part's last granule is then
+ * read in full for every column.
  * Applied with a SETTINGS clause, so both engines (chDB and the server, also behind a
  * Distributed table) and anyone re-sending this SQL run it with the same settings.
  */
-const FEED_SETTINGS = ['max_threads = 1', 'query_plan_optimize_lazy_materialization = 0', 'use_top_k_dynamic_filtering = 0'];
+const FEED_SETTINGS = ['max_threads = 1'];
 /**
  * The by_device projection serves only the device_id filter; without that filter,
  * weighing it is planning time spent on every page for nothing.
