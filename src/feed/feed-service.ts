@@ -1,7 +1,8 @@
 import type { CanonicalEvent, CursorPaginationMeta } from '../generated/schema-types.js';
-import type { EventStore, FeedFilters } from '../store/event-store.js';
+import type { EventStore, FeedFilters, FeedQuery, StoredEvent } from '../store/event-store.js';
 import type { CursorCodec } from './cursor.js';
 import { clampPageSize } from './page-size.js';
+import { createSharedReads } from './shared-reads.js';
 
 export interface FeedRequest {
   readonly orgId: string;
@@ -20,14 +21,27 @@ export interface FeedService {
   listEvents(request: FeedRequest): Promise<FeedPage>;
 }
 
+/** Every field that decides a page's rows; two queries with one key read the same rows. */
+function queryKey(query: FeedQuery): string {
+  const { filters: f, after } = query;
+  return JSON.stringify([query.orgId, query.projectId, f.domain, f.entity, f.action, f.deviceId, f.fleetId, f.since, f.until, after?.occurredAt, after?.id, query.limit]);
+}
+
+/**
+ * Pages of the feed. Identical page requests that overlap (dashboards polling a
+ * project's first page, say) share one store query: a page's cost is mostly the engine's
+ * fixed work per query, not the rows it reads (docs/decisions/feed-storage.md).
+ */
 export function createFeedService(deps: { store: EventStore; cursors: CursorCodec }): FeedService {
+  const reads = createSharedReads<StoredEvent[]>();
   return {
     async listEvents(request) {
       const scope = { orgId: request.orgId, projectId: request.projectId, filters: request.filters };
       const after = request.cursor === undefined ? undefined : deps.cursors.decode(request.cursor, scope);
       const limit = clampPageSize(request.limit);
       // One row past the page tells whether another page exists, without a count query.
-      const rows = await deps.store.listEvents({ ...scope, after, limit: limit + 1 });
+      const query: FeedQuery = { ...scope, after, limit: limit + 1 };
+      const rows = await reads.read(queryKey(query), () => deps.store.listEvents(query));
       const page = rows.slice(0, limit);
       const last = page.at(-1);
       const hasMore = rows.length > limit && last !== undefined;

@@ -1,0 +1,90 @@
+import { expect } from 'chai';
+import { createCursorCodec } from '../../../src/feed/cursor.js';
+import { createFeedService, type FeedRequest } from '../../../src/feed/feed-service.js';
+import { createSharedReads } from '../../../src/feed/shared-reads.js';
+import type { EventStore, FeedQuery, StoredEvent } from '../../../src/store/event-store.js';
+import { canonicalEvent, uuid } from '../../support/factories.js';
+
+/** A store whose reads stay open until released, counting the queries it was sent. */
+function gatedStore() {
+  const queries: FeedQuery[] = [];
+  let release!: () => void;
+  const gate = new Promise<void>((resolve) => (release = resolve));
+  const store: Pick<EventStore, 'listEvents'> = {
+    async listEvents(query) {
+      queries.push(query);
+      await gate;
+      const event = canonicalEvent({ org_id: query.orgId, project_id: query.projectId });
+      return [{ event, position: { occurredAt: '2026-01-01 00:00:00.000000', id: event.id } }] satisfies StoredEvent[];
+    },
+  };
+  return { store: store as EventStore, queries, release };
+}
+
+const request = (overrides: Partial<FeedRequest> = {}): FeedRequest => ({
+  orgId: uuid(),
+  projectId: uuid(),
+  filters: {},
+  cursor: undefined,
+  limit: 10,
+  ...overrides,
+});
+
+describe('shared page reads', () => {
+  it('sends one store query for identical page requests that overlap, and gives each the same page', async () => {
+    const { store, queries, release } = gatedStore();
+    const feed = createFeedService({ store, cursors: createCursorCodec(Buffer.alloc(32, 1)) });
+    const same = request();
+    const pages = Promise.all([feed.listEvents(same), feed.listEvents(same), feed.listEvents({ ...same })]);
+    release();
+    const [a, b, c] = await pages;
+    expect(queries).to.have.length(1);
+    expect(b).to.deep.equal(a);
+    expect(c).to.deep.equal(a);
+  });
+
+  it('never shares a read between organizations, projects, filters, positions or page sizes', async () => {
+    const { store, queries, release } = gatedStore();
+    const feed = createFeedService({ store, cursors: createCursorCodec(Buffer.alloc(32, 1)) });
+    const base = request();
+    const variants = [
+      base,
+      { ...base, orgId: uuid() },
+      { ...base, projectId: uuid() },
+      { ...base, filters: { domain: 'devices' } },
+      { ...base, filters: { deviceId: uuid() } },
+      { ...base, limit: 11 },
+    ];
+    const pages = Promise.all(variants.map((v) => feed.listEvents(v)));
+    release();
+    const answered = await pages;
+    expect(queries).to.have.length(variants.length);
+    answered.forEach((page, i) => expect(page.items[0]!.org_id).to.equal(variants[i]!.orgId));
+  });
+
+  it('starts a fresh read once the shared one has settled, so no page is older than the request', async () => {
+    const reads = createSharedReads<number>();
+    let runs = 0;
+    const run = async () => ++runs;
+    expect(await reads.read('k', run)).to.equal(1);
+    expect(await reads.read('k', run)).to.equal(2);
+    expect(reads.running).to.equal(0);
+  });
+
+  it('gives every caller of a failed read its failure, and the next caller a new read', async () => {
+    const reads = createSharedReads<string>();
+    let fail = true;
+    let runs = 0;
+    const run = async () => {
+      runs += 1;
+      await Promise.resolve();
+      if (fail) throw new Error('store down');
+      return 'page';
+    };
+    const outcomes = await Promise.allSettled([reads.read('k', run), reads.read('k', run)]);
+    expect(outcomes.map((o) => o.status)).to.deep.equal(['rejected', 'rejected']);
+    fail = false;
+    expect(await reads.read('k', run)).to.equal('page');
+    expect(runs).to.equal(2);
+  });
+});
