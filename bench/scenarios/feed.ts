@@ -4,13 +4,15 @@ import type { FeedFilters, FeedQuery } from '../../src/store/event-store.js';
 import { feedSql } from '../../src/store/clickhouse-event-store.js';
 import type { SqlParams } from '../../src/store/sql-transport.js';
 import { toStoreTimestamp } from '../../src/store/timestamps.js';
-import { autocannon } from '../support/autocannon.js';
+import { autocannon, variedAutocannon } from '../support/autocannon.js';
 import { callerHeaders, type BenchContext } from '../support/context.js';
 import type { Row } from '../support/results.js';
 import { latencies } from './ceiling.js';
 import { startKafkaGateway } from './commands.js';
 
 const CONNECTIONS = 50;
+/** Positions the "no shared reads" load takes in turn: far more than connections, so no two requests in flight are the same page. */
+const DISTINCT_PAGES = 500;
 const PAGE = 50;
 const START = '2026-01-01 00:00:00';
 
@@ -111,6 +113,21 @@ export async function measureFeed(ctx: BenchContext, sizes: readonly number[]): 
           note: `${readRows.toLocaleString('en-US')} rows read per page`,
         });
       }
+      // Every row above sends one URL from all 50 connections, so overlapping requests share
+      // one store query (src/feed/shared-reads.ts). Here each request asks for a different
+      // page near the head of the feed, so every request costs a query of its own.
+      const end = Date.parse(`${START.replace(' ', 'T')}Z`) + size;
+      const distinct = Array.from({ length: DISTINCT_PAGES }, (_, k) => feedUrl({ limit: String(PAGE), until: new Date(end - k * 997).toISOString() }));
+      const unshared = await variedAutocannon({ urls: distinct, headers, connections: CONNECTIONS, seconds: ctx.seconds });
+      rows.push({
+        scenario: `feed, ${label}`,
+        measure: `gateway: ${DISTINCT_PAGES} different pages near the head, none shared`,
+        value: unshared.perSecond,
+        unit: 'pages/s',
+        ...latencies(unshared),
+        baseline: { name: 'SELECT 1', value: select1.perSecond },
+        target: '≥ 0.5 of SELECT 1, p99 ≤ 2× its p99',
+      });
     }
     return rows;
   } finally {

@@ -43,8 +43,21 @@ export function autocannon(spec: LoadSpec): Promise<LoadRun> {
   for (const [name, value] of Object.entries(spec.headers ?? {})) args.push('-H', `${name}=${value}`);
   if (spec.body !== undefined) args.push('-b', spec.body);
   args.push(spec.url);
+  return runLoad(AUTOCANNON, args);
+}
+
+/**
+ * Like autocannon(), but each request takes the next of `urls` (GET, in turn, all on one
+ * origin), through autocannon's API in a process of its own (bench/support/varied-load.ts).
+ */
+export function variedAutocannon(spec: { readonly urls: readonly string[]; readonly headers?: Readonly<Record<string, string>>; readonly connections: number; readonly seconds: number }): Promise<LoadRun> {
+  const json = JSON.stringify({ urls: spec.urls, headers: spec.headers ?? {}, connections: spec.connections, seconds: spec.seconds });
+  return runLoad(process.execPath, ['--import', 'tsx', resolve(repoRoot, 'bench', 'support', 'varied-load.ts'), json]);
+}
+
+function runLoad(command: string, args: readonly string[]): Promise<LoadRun> {
   return new Promise((done, fail) => {
-    execFile(AUTOCANNON, args, { maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
+    execFile(command, args, { cwd: repoRoot, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
       if (error !== null) return fail(new Error(`autocannon failed: ${stderr || error.message}`));
       const report = JSON.parse(stdout) as AutocannonJson;
       done({
