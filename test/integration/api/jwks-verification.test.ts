@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { createServer, type Server } from 'node:http';
 import { SignJWT, exportJWK, generateKeyPair, type JWK } from 'jose';
 import { createTokenVerifier, type TokenVerifier } from '../../../src/auth/token-verifier.js';
-import { AppError } from '../../../src/errors.js';
+import { appErrorOf } from '../../support/rejections.js';
 
 type PrivateKey = Awaited<ReturnType<typeof generateKeyPair>>['privateKey'];
 
@@ -70,16 +70,6 @@ describe('token verification against a JWKS endpoint', () => {
       .setExpirationTime('5m')
       .sign(key);
 
-  async function failure(promise: Promise<unknown>): Promise<AppError> {
-    try {
-      await promise;
-    } catch (error) {
-      expect(error).to.be.instanceOf(AppError);
-      return error as AppError;
-    }
-    throw new Error('expected a rejection');
-  }
-
   async function until(condition: () => boolean, what: string, limitMs = 5000): Promise<void> {
     const deadline = Date.now() + limitMs;
     while (!condition()) {
@@ -107,14 +97,14 @@ describe('token verification against a JWKS endpoint', () => {
   });
 
   it('is a 401 for a key id the endpoint does not publish', async () => {
-    const error = await failure(createTokenVerifier({ key: { kind: 'jwks', url } }).verify(await sign('unknown')));
+    const error = await appErrorOf(createTokenVerifier({ key: { kind: 'jwks', url } }).verify(await sign('unknown')));
     expect(error.code).to.equal('UNAUTHENTICATED');
     expect(error.detail).to.match(/unknown key/);
   });
 
   it('is a 503, not a 401, when the keys cannot be fetched', async () => {
     mode = 'down';
-    const error = await failure(createTokenVerifier({ key: { kind: 'jwks', url } }).verify(await sign('k1')));
+    const error = await appErrorOf(createTokenVerifier({ key: { kind: 'jwks', url } }).verify(await sign('k1')));
     expect(error.code).to.equal('UPSTREAM_UNAVAILABLE');
     expect(error.status).to.equal(503);
   });
@@ -144,7 +134,7 @@ describe('token verification against a JWKS endpoint', () => {
     mode = 'slow';
 
     const started = Date.now();
-    const unknown = failure(verifier.verify(await sign('k9')));
+    const unknown = appErrorOf(verifier.verify(await sign('k9')));
     await until(() => stalled.size === 1, 'the refetch to reach the slow endpoint');
     // While that fetch hangs, a known kid does not queue behind it.
     const knownStarted = Date.now();
@@ -166,7 +156,7 @@ describe('token verification against a JWKS endpoint', () => {
     advance(31_000);
     mode = 'stall';
     const started = Date.now();
-    const error = await failure(verifier.verify(await sign('k9')));
+    const error = await appErrorOf(verifier.verify(await sign('k9')));
     const elapsed = Date.now() - started;
     expect(error.code).to.equal('UPSTREAM_UNAVAILABLE');
     expect(elapsed).to.be.at.least(bound - 50);
@@ -180,17 +170,17 @@ describe('token verification against a JWKS endpoint', () => {
     const start = hits;
 
     advance(31_000);
-    const burst = await Promise.all(Array.from({ length: 50 }, async (_, i) => failure(verifier.verify(await sign(`u${i}`)))));
+    const burst = await Promise.all(Array.from({ length: 50 }, async (_, i) => appErrorOf(verifier.verify(await sign(`u${i}`)))));
     expect(burst.every((e) => e.code === 'UNAUTHENTICATED')).to.equal(true);
-    for (let i = 0; i < 20; i += 1) expect((await failure(verifier.verify(await sign(`v${i}`)))).code).to.equal('UNAUTHENTICATED');
+    for (let i = 0; i < 20; i += 1) expect((await appErrorOf(verifier.verify(await sign(`v${i}`)))).code).to.equal('UNAUTHENTICATED');
     expect(hits).to.equal(start + 1);
 
     advance(31_000);
     mode = 'down';
-    const down = await Promise.all(Array.from({ length: 50 }, async (_, i) => failure(verifier.verify(await sign(`w${i}`)))));
+    const down = await Promise.all(Array.from({ length: 50 }, async (_, i) => appErrorOf(verifier.verify(await sign(`w${i}`)))));
     // After a failed fetch the gateway cannot tell unknown from unpublished-yet: 503 until the next try.
     expect(down.every((e) => e.code === 'UPSTREAM_UNAVAILABLE')).to.equal(true);
-    for (let i = 0; i < 20; i += 1) expect((await failure(verifier.verify(await sign(`x${i}`)))).code).to.equal('UPSTREAM_UNAVAILABLE');
+    for (let i = 0; i < 20; i += 1) expect((await appErrorOf(verifier.verify(await sign(`x${i}`)))).code).to.equal('UPSTREAM_UNAVAILABLE');
     expect(hits).to.equal(start + 2);
     expect((await verifier.verify(await sign('k1'))).subject).to.equal('svc');
   });
@@ -199,14 +189,14 @@ describe('token verification against a JWKS endpoint', () => {
     const { verifier, advance } = verifierWithClock();
     await verifier.verify(await sign('k1'));
     // A first look for k2 before it is published starts the cooldown.
-    expect((await failure(verifier.verify(await sign('k2')))).code).to.equal('UNAUTHENTICATED');
+    expect((await appErrorOf(verifier.verify(await sign('k2')))).code).to.equal('UNAUTHENTICATED');
 
     const k2 = await publishedKey('k2');
     const original = keys;
     keys = { keys: [...original.keys, k2.jwk] };
     try {
       const token = await sign('k2', k2.privateKey);
-      expect((await failure(verifier.verify(token))).code).to.equal('UNAUTHENTICATED', 'still cooling down');
+      expect((await appErrorOf(verifier.verify(token))).code).to.equal('UNAUTHENTICATED', 'still cooling down');
       advance(31_000);
       expect((await verifier.verify(token)).subject).to.equal('svc');
       expect((await verifier.verify(await sign('k1'))).subject).to.equal('svc');

@@ -2,20 +2,10 @@ import { expect } from 'chai';
 import { createPublicKey } from 'node:crypto';
 import { SignJWT, exportSPKI, generateKeyPair } from 'jose';
 import { algorithmsForPublicKey, createTokenVerifier } from '../../../src/auth/token-verifier.js';
-import { AppError } from '../../../src/errors.js';
+import { appErrorOf } from '../../support/rejections.js';
 
 const ORG = 'aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa';
 const claims = { org_ids: [ORG], scope: 'events:read' };
-
-async function rejection(promise: Promise<unknown>): Promise<AppError> {
-  try {
-    await promise;
-  } catch (error) {
-    expect(error).to.be.instanceOf(AppError);
-    return error as AppError;
-  }
-  throw new Error('expected a rejection');
-}
 
 describe('token verifier', () => {
   describe('with a PEM public key', () => {
@@ -28,7 +18,7 @@ describe('token verifier', () => {
 
       const forged = await new SignJWT(claims).setProtectedHeader({ alg: 'HS256' }).setSubject('u').setExpirationTime('1h')
         .sign(new TextEncoder().encode(pem));
-      const error = await rejection(verifier.verify(forged));
+      const error = await appErrorOf(verifier.verify(forged));
       expect(error.code).to.equal('UNAUTHENTICATED');
       expect(error.detail).to.match(/algorithm is not allowed/);
     });
@@ -64,7 +54,7 @@ describe('token verifier', () => {
       ['https://idp', undefined, 'aud'],
     ] as const) {
       it(`is a 401 for iss=${String(iss)} aud=${String(aud)}`, async () => {
-        const error = await rejection(verifier.verify(await sign(iss, aud)));
+        const error = await appErrorOf(verifier.verify(await sign(iss, aud)));
         expect(error.code).to.equal('UNAUTHENTICATED');
         expect(error.detail).to.include(`"${claim}"`);
       });
@@ -84,14 +74,14 @@ describe('token verifier', () => {
 
     it('accepts a token expired 10 s ago and refuses one expired 60 s ago, with 30 s tolerance', async () => {
       expect((await verifier.verify(await sign({ exp: NOW_S - 10 }))).subject).to.equal('u');
-      const error = await rejection(verifier.verify(await sign({ exp: NOW_S - 60 })));
+      const error = await appErrorOf(verifier.verify(await sign({ exp: NOW_S - 60 })));
       expect(error.code).to.equal('UNAUTHENTICATED');
       expect(error.detail).to.match(/expired/);
     });
 
     it('accepts nbf 10 s ahead and refuses nbf 60 s ahead, with 30 s tolerance', async () => {
       expect((await verifier.verify(await sign({ exp: NOW_S + 600, nbf: NOW_S + 10 }))).subject).to.equal('u');
-      const error = await rejection(verifier.verify(await sign({ exp: NOW_S + 600, nbf: NOW_S + 60 })));
+      const error = await appErrorOf(verifier.verify(await sign({ exp: NOW_S + 600, nbf: NOW_S + 60 })));
       expect(error.code).to.equal('UNAUTHENTICATED');
       expect(error.detail).to.match(/not yet valid/);
     });
@@ -100,7 +90,7 @@ describe('token verifier', () => {
       const lenient = createTokenVerifier({ key: { kind: 'hs256', secret }, now: () => NOW_S * 1000 });
       expect((await lenient.verify(await sign({ exp: NOW_S - 29 }))).subject).to.equal('u');
       const strict = createTokenVerifier({ key: { kind: 'hs256', secret }, clockToleranceSeconds: 0, now: () => NOW_S * 1000 });
-      expect((await rejection(strict.verify(await sign({ exp: NOW_S - 1 })))).code).to.equal('UNAUTHENTICATED');
+      expect((await appErrorOf(strict.verify(await sign({ exp: NOW_S - 1 })))).code).to.equal('UNAUTHENTICATED');
     });
   });
 });

@@ -3,7 +3,7 @@ import { SignJWT } from 'jose';
 import type { Principal } from '../../../src/auth/principal.js';
 import { createTokenVerifier } from '../../../src/auth/token-verifier.js';
 import { createVerifiedTokenCache } from '../../../src/auth/verified-token-cache.js';
-import { AppError } from '../../../src/errors.js';
+import { appErrorOf } from '../../support/rejections.js';
 
 const ORG = 'aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa';
 const secret = 'a-test-secret-of-at-least-32-bytes!!';
@@ -16,16 +16,6 @@ async function sign(times: { exp?: number; nbf?: number }, key = secret): Promis
   if (times.exp !== undefined) jwt = jwt.setExpirationTime(times.exp);
   if (times.nbf !== undefined) jwt = jwt.setNotBefore(times.nbf);
   return jwt.sign(new TextEncoder().encode(key));
-}
-
-async function refusal(promise: Promise<unknown>): Promise<AppError> {
-  try {
-    await promise;
-  } catch (error) {
-    expect(error).to.be.instanceOf(AppError);
-    return error as AppError;
-  }
-  throw new Error('expected a rejection');
 }
 
 describe('verified token cache', () => {
@@ -50,8 +40,8 @@ describe('verified token cache', () => {
       nowMs = (NOW_S + 10 + 30) * 1000 - 1;
       expect((await v.verify(token)).subject).to.equal('u');
       nowMs += 1;
-      expect((await refusal(v.verify(token))).detail).to.match(/expired/);
-      expect((await refusal(verifier().verify(token))).detail).to.match(/expired/);
+      expect((await appErrorOf(v.verify(token))).detail).to.match(/expired/);
+      expect((await appErrorOf(verifier().verify(token))).detail).to.match(/expired/);
     });
 
     it('checks a token again once the cache max age has passed, so a token without exp is not trusted for ever', async () => {
@@ -69,16 +59,16 @@ describe('verified token cache', () => {
     it('never caches a refused token: one not yet valid is accepted once its nbf has come, and a forged copy of a cached token is refused', async () => {
       const v = verifier();
       const early = await sign({ exp: NOW_S + 600, nbf: NOW_S + 60 });
-      expect((await refusal(v.verify(early))).detail).to.match(/not yet valid/);
-      expect((await refusal(v.verify(early))).detail).to.match(/not yet valid/);
+      expect((await appErrorOf(v.verify(early))).detail).to.match(/not yet valid/);
+      expect((await appErrorOf(v.verify(early))).detail).to.match(/not yet valid/);
       nowMs = (NOW_S + 60) * 1000;
       expect((await v.verify(early)).subject).to.equal('u');
 
       const genuine = await sign({ exp: NOW_S + 600 });
       await v.verify(genuine);
       const forged = `${genuine.slice(0, genuine.lastIndexOf('.'))}.${(await sign({ exp: NOW_S + 600 }, 'another-secret-of-at-least-32-bytes!')).split('.')[2]}`;
-      expect((await refusal(v.verify(forged))).detail).to.match(/signature is invalid/);
-      expect((await refusal(v.verify(forged))).detail).to.match(/signature is invalid/);
+      expect((await appErrorOf(v.verify(forged))).detail).to.match(/signature is invalid/);
+      expect((await appErrorOf(v.verify(forged))).detail).to.match(/signature is invalid/);
     });
 
     it('checks every token in full when the cache is off', async () => {

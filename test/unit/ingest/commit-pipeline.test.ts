@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import { createCommitPipeline } from '../../../src/ingest/commit-pipeline.js';
+import { rejectionOf } from '../../support/rejections.js';
 
 /** A promise settled from outside, standing for one batch's insert. */
 function deferred(): { promise: Promise<void>; resolve: () => void; reject: (error: Error) => void } {
@@ -12,15 +13,7 @@ function deferred(): { promise: Promise<void>; resolve: () => void; reject: (err
   return { promise, resolve, reject };
 }
 
-/** The message a promise rejects with; fails the test when it resolves. */
-async function rejection(promise: Promise<unknown>): Promise<string> {
-  try {
-    await promise;
-  } catch (error) {
-    return (error as Error).message;
-  }
-  throw new Error('expected a rejection');
-}
+const messageOf = async (promise: Promise<unknown>) => ((await rejectionOf(promise)) as Error).message;
 
 /** Lets every callback already queued run. */
 const flush = () => new Promise<void>((resolve) => setImmediate(resolve));
@@ -54,8 +47,8 @@ describe('commit pipeline', () => {
     failed.reject(new Error('store down'));
     await pipeline.settled();
     expect(committed).to.deep.equal([]);
-    expect(await rejection(broken)).to.equal('store down');
-    expect(await rejection(after), 'the later batch was stored, but its commit would cover the failed one').to.equal('store down');
+    expect(await messageOf(broken)).to.equal('store down');
+    expect(await messageOf(after), 'the later batch was stored, but its commit would cover the failed one').to.equal('store down');
   });
 
   it('keeps partitions apart: a failure in one does not hold back another', async () => {
