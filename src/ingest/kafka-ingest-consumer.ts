@@ -163,7 +163,8 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
         }
       }
     },
-    { maxItems: options.batchSize, lingerMs: options.batchWaitMs },
+    // Two flushes at once: one batch is parsed and validated here while the store writes the other.
+    { maxItems: options.batchSize, lingerMs: options.batchWaitMs, concurrency: 2 },
   );
 
   /**

@@ -23,6 +23,11 @@ export interface GroupCommitOptions {
    * write, so no writer is told its own items were refused for a neighbour's.
    */
   readonly isolate?: (error: unknown) => boolean;
+  /**
+   * Flushes that may run at once (1 unless set). With 2, the next batch is prepared while
+   * the sink works on the previous one; each writer still settles with its own flush.
+   */
+  readonly concurrency?: number;
 }
 
 interface Pending<T> {
@@ -34,9 +39,10 @@ interface Pending<T> {
 export function createGroupCommit<T>(flush: (items: T[]) => Promise<void>, options: GroupCommitOptions = {}): GroupCommit<T> {
   const maxItems = options.maxItems ?? 50_000;
   const lingerMs = options.lingerMs ?? 0;
+  const concurrency = options.concurrency ?? 1;
   const queue: Pending<T>[] = [];
   let queued = 0;
-  let running: Promise<void> | undefined;
+  const running = new Set<Promise<void>>();
   let timer: NodeJS.Timeout | undefined;
 
   function takeBatch(): Pending<T>[] {
@@ -62,29 +68,31 @@ export function createGroupCommit<T>(flush: (items: T[]) => Promise<void>, optio
     }
   }
 
-  async function run(): Promise<void> {
-    do {
-      const batch = takeBatch();
-      try {
-        await flush(batch.flatMap((p) => p.items));
-        for (const p of batch) p.resolve();
-      } catch (error) {
-        if (batch.length > 1 && options.isolate?.(error) === true) await flushEach(batch);
-        else for (const p of batch) p.reject(error);
-      }
-    } while (queue.length > 0 && (lingerMs === 0 || queued >= maxItems));
-    running = undefined;
-    schedule();
+  /** Never rejects: every outcome goes to the writers of the batch. */
+  async function flushBatch(batch: readonly Pending<T>[]): Promise<void> {
+    try {
+      await flush(batch.flatMap((p) => p.items));
+      for (const p of batch) p.resolve();
+    } catch (error) {
+      if (batch.length > 1 && options.isolate?.(error) === true) await flushEach(batch);
+      else for (const p of batch) p.reject(error);
+    }
   }
 
   function startNow(): void {
     if (timer !== undefined) clearTimeout(timer);
     timer = undefined;
-    running = run();
+    if (queue.length === 0 || running.size >= concurrency) return;
+    const flight: Promise<void> = flushBatch(takeBatch()).finally(() => {
+      running.delete(flight);
+      schedule();
+    });
+    running.add(flight);
+    schedule();
   }
 
   function schedule(): void {
-    if (running !== undefined || queue.length === 0) return;
+    if (queue.length === 0 || running.size >= concurrency) return;
     if (lingerMs === 0 || queued >= maxItems) startNow();
     else timer ??= setTimeout(startNow, lingerMs);
   }
@@ -99,8 +107,8 @@ export function createGroupCommit<T>(flush: (items: T[]) => Promise<void>, optio
     },
     async drain() {
       for (;;) {
-        if (running !== undefined) await running;
-        else if (queue.length > 0) startNow();
+        if (queue.length > 0 && running.size < concurrency) startNow();
+        else if (running.size > 0) await Promise.race(running);
         else return;
       }
     },

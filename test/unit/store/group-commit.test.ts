@@ -128,4 +128,46 @@ describe('group commit with linger', () => {
     await write;
     expect(flushes).to.deep.equal([[7]]);
   });
+
+  it('runs up to `concurrency` flushes at once, and the next batch waits for one of them to end', async () => {
+    const gates = [deferred(), deferred(), deferred()];
+    const started: number[][] = [];
+    const gc = createGroupCommit<number>(
+      async (items) => {
+        started.push(items);
+        await gates[started.length - 1]!.promise;
+      },
+      { concurrency: 2 },
+    );
+    const writes = [gc.write([1]), gc.write([2]), gc.write([3])];
+    await new Promise((r) => setImmediate(r));
+    expect(started, 'two flushes in flight, the third write queued').to.deep.equal([[1], [2]]);
+    gates[1]!.release();
+    await writes[1];
+    await new Promise((r) => setImmediate(r));
+    expect(started).to.deep.equal([[1], [2], [3]]);
+    gates[0]!.release();
+    gates[2]!.release();
+    await Promise.all(writes);
+  });
+
+  it('drains every flush in flight when several run at once', async () => {
+    const gates = [deferred(), deferred()];
+    let done = 0;
+    let calls = 0;
+    const gc = createGroupCommit<number>(
+      async () => {
+        await gates[calls++]!.promise;
+        done += 1;
+      },
+      { concurrency: 2 },
+    );
+    void gc.write([1]);
+    void gc.write([2]);
+    const drained = gc.drain().then(() => done);
+    gates[1]!.release();
+    await new Promise((r) => setImmediate(r));
+    gates[0]!.release();
+    expect(await drained).to.equal(2);
+  });
 });
