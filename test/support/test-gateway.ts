@@ -44,7 +44,11 @@ export async function startTestGateway(extraEnv: Record<string, string> = {}): P
   const env = { PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, AUTH_JWT_SECRET: secret, LOG_LEVEL: 'silent', ...extraEnv };
   const config = loadConfig(env);
   const logger = createLogger(config.logLevel);
-  let runtime = await startRuntime(config, logger);
+  let runtime = await startRuntime(config, logger).catch((error: unknown) => {
+    // A start the test expects to be refused must not leave its data directory behind.
+    rmSync(dataDir, { recursive: true, force: true });
+    throw error;
+  });
   let baseUrl = `${runtime.url}${API_PREFIX}`;
 
   const gateway: TestGateway = {
