@@ -6,7 +6,7 @@ import { resolve } from 'node:path';
 import { parseArgs } from 'node:util';
 import { signHs256Token } from '../src/auth/sign-token.js';
 import { permissions } from '../src/auth/principal.js';
-import { loadConfig } from '../src/config.js';
+import { loadConfig } from '../src/config/config.js';
 import { DEV_SECRET_FILE } from '../src/runtime/auth-runtime.js';
 import { loadOrCreateSecret } from '../src/runtime/secrets.js';
 

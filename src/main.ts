@@ -1,7 +1,7 @@
-import { ConfigError, loadConfig } from './config.js';
-import { createLogger } from './logger.js';
+import { ConfigError, loadConfig } from './config/config.js';
+import { createLogger } from './observability/logger.js';
 import { startRuntime } from './runtime/gateway-runtime.js';
-import { StartupError } from './startup-error.js';
+import { StartupError } from './errors/startup-error.js';
 
 // After the HTTP drain: the producer's last acknowledgements, the consumer's last batch and commit, the store.
 const SHUTDOWN_FLUSH_BOUND_MS = 30_000;

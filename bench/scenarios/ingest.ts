@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/config.js';
 import type { CanonicalEvent } from '../../src/generated/schema-types.js';
 import { openStore } from '../../src/runtime/store-runtime.js';
 import { createClickHouseEventStore } from '../../src/store/clickhouse-event-store.js';

@@ -4,7 +4,7 @@
  * one JSON line and exits, so that the gateway process can open the directory after it.
  *   node --import tsx bench/support/chdb-seed.ts DATA_DIR ORG PROJECT COUNT SECONDS
  */
-import { loadConfig } from '../../src/config.js';
+import { loadConfig } from '../../src/config/config.js';
 import { openStore } from '../../src/runtime/store-runtime.js';
 import { createClickHouseEventStore, feedSql } from '../../src/store/clickhouse-event-store.js';
 import { telemetry } from './bench-events.js';

@@ -1,5 +1,5 @@
 import { createLocalJWKSet, errors, type JSONWebKeySet, type JWTVerifyGetKey } from 'jose';
-import { AppError } from '../errors.js';
+import { AppError } from '../errors/app-error.js';
 
 export interface JwksKeysOptions {
   readonly url: URL;

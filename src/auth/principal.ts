@@ -1,4 +1,4 @@
-import { AppError } from '../errors.js';
+import { AppError } from '../errors/app-error.js';
 
 export const permissions = ['events:read', 'devices:enroll', 'edge-policy:write'] as const;
 export type Permission = (typeof permissions)[number];

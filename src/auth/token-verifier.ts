@@ -1,6 +1,6 @@
 import { createPublicKey, type KeyObject } from 'node:crypto';
 import { jwtVerify, type JWTVerifyGetKey } from 'jose';
-import { AppError } from '../errors.js';
+import { AppError } from '../errors/app-error.js';
 import { createJwksKeys } from './jwks-keys.js';
 import { principalFromClaims, type Principal } from './principal.js';
 import { createVerifiedTokenCache } from './verified-token-cache.js';

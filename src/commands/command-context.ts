@@ -1,4 +1,4 @@
-import { formatTraceparent, type TraceContext } from '../trace-context.js';
+import { formatTraceparent, type TraceContext } from '../observability/trace-context.js';
 
 /** What every command handler is told about the request besides its own input. */
 export interface CommandContext {

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import type { CanonicalEvent, EdgePolicyCommand, EnrollmentCommand } from '../generated/schema-types.js';
-import { parseTraceparent } from '../trace-context.js';
+import { parseTraceparent } from '../observability/trace-context.js';
 import { SOURCE_SERVICE } from './command-context.js';
 
 export type GatewayCommand = EnrollmentCommand | EdgePolicyCommand;

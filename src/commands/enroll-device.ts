@@ -1,4 +1,4 @@
-import { AppError } from '../errors.js';
+import { AppError } from '../errors/app-error.js';
 import type { DevicePath, EnrollmentAccepted, EnrollmentCommand, EnrollmentRequest } from '../generated/schema-types.js';
 import { commandHeaders, type CommandContext, type CommandEnvironment } from './command-context.js';
 import type { CommandPublisher, PublishRequest } from './command-publisher.js';

@@ -1,6 +1,6 @@
 import type { EventIngestor } from '../ingest/event-ingestor.js';
-import type { Logger } from '../logger.js';
-import { createGroupCommit } from '../store/group-commit.js';
+import type { Logger } from '../observability/logger.js';
+import { createGroupCommit } from '../concurrency/group-commit.js';
 import { rowRefusal } from '../store/store-refusal.js';
 import { REQUEST_ID_MESSAGE_HEADER } from './command-context.js';
 import { commandEvent } from './command-event.js';

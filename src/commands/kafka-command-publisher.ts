@@ -1,10 +1,10 @@
 import type { Kafka, Producer } from 'kafkajs';
-import { AppError } from '../errors.js';
+import { AppError } from '../errors/app-error.js';
 import { partitionLedger, sendCompletely } from '../kafka/complete-send.js';
 import { toKafkaError } from '../kafka/kafka-errors.js';
-import type { Logger } from '../logger.js';
+import type { Logger } from '../observability/logger.js';
 import type { GatewayMetrics } from '../metrics/gateway-metrics.js';
-import { createGroupCommit, type GroupCommit } from '../store/group-commit.js';
+import { createGroupCommit, type GroupCommit } from '../concurrency/group-commit.js';
 import { REQUEST_ID_MESSAGE_HEADER } from './command-context.js';
 import type { CommandPublisher, PublishRequest } from './command-publisher.js';
 

@@ -1,5 +1,5 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { AppError } from '../errors.js';
+import { AppError } from '../errors/app-error.js';
 import type { FeedFilters, FeedPosition } from '../store/event-store.js';
 import { isStoreTimestamp } from '../store/timestamps.js';
 

@@ -1,7 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
-import { AppError } from '../errors.js';
+import { AppError } from '../errors/app-error.js';
 import type { CanonicalEvent } from '../generated/schema-types.js';
-import type { Logger } from '../logger.js';
+import type { Logger } from '../observability/logger.js';
 import type { EventStore, TailBatch, TailFilters, TailPosition } from '../store/event-store.js';
 import { encodeTailPosition } from './tail-position.js';
 

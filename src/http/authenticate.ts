@@ -1,7 +1,7 @@
 import type { Middleware } from 'koa';
 import { authorize, parseOrgIdHeader, type Permission, type Principal } from '../auth/principal.js';
 import type { TokenVerifier } from '../auth/token-verifier.js';
-import { AppError } from '../errors.js';
+import { AppError } from '../errors/app-error.js';
 import type { GatewayState } from './state.js';
 
 function bearerToken(header: string | undefined): string {

@@ -1,9 +1,9 @@
 import type { Middleware } from 'koa';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import type { Duplex } from 'node:stream';
-import { AppError, isAppError, type ErrorCode } from '../errors.js';
+import { AppError, isAppError, type ErrorCode } from '../errors/app-error.js';
 import type { ErrorEnvelope } from '../generated/schema-types.js';
-import type { Logger } from '../logger.js';
+import type { Logger } from '../observability/logger.js';
 import { failure } from './envelope.js';
 import type { GatewayState } from './state.js';
 

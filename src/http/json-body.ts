@@ -1,7 +1,7 @@
 import bodyParser from 'koa-bodyparser';
 import type { Middleware } from 'koa';
-import { AppError } from '../errors.js';
-import { parseBoundedJson } from './bounded-json.js';
+import { AppError } from '../errors/app-error.js';
+import { parseBoundedJson } from '../json/bounded-json.js';
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
 const JSON_TYPES = ['application/json', 'application/merge-patch+json'];

@@ -1,5 +1,5 @@
 import type { Middleware } from 'koa';
-import { AppError } from '../errors.js';
+import { AppError } from '../errors/app-error.js';
 import type { GatewayMetrics } from '../metrics/gateway-metrics.js';
 import { authOf } from './authenticate.js';
 import type { OrgRateLimiter } from './org-rate-limiter.js';

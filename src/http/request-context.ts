@@ -1,8 +1,8 @@
 import { randomUUID } from 'node:crypto';
 import type { Middleware } from 'koa';
 import type { CommandContext } from '../commands/command-context.js';
-import type { Logger } from '../logger.js';
-import { parseTraceparent } from '../trace-context.js';
+import type { Logger } from '../observability/logger.js';
+import { parseTraceparent } from '../observability/trace-context.js';
 import { authOf } from './authenticate.js';
 import type { GatewayState, RequestContext } from './state.js';
 

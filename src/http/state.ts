@@ -1,6 +1,6 @@
 import type { Principal } from '../auth/principal.js';
-import type { Logger } from '../logger.js';
-import type { TraceContext } from '../trace-context.js';
+import type { Logger } from '../observability/logger.js';
+import type { TraceContext } from '../observability/trace-context.js';
 
 /** Set by requestContext() on every request. */
 export interface RequestContext {

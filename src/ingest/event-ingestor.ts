@@ -1,5 +1,5 @@
 import { commandEvent } from '../commands/command-event.js';
-import { AppError, type FieldErrors } from '../errors.js';
+import { AppError, type FieldErrors } from '../errors/app-error.js';
 import type { CanonicalEvent } from '../generated/schema-types.js';
 import type { SchemaRegistry } from '../schemas/schema-registry.js';
 import type { EventStore } from '../store/event-store.js';

@@ -1,9 +1,9 @@
 import type { Consumer, EachBatchPayload, IHeaders, Kafka, Producer } from 'kafkajs';
 import { REQUEST_ID_MESSAGE_HEADER } from '../commands/command-context.js';
 import { partitionLedger, sendCompletely } from '../kafka/complete-send.js';
-import type { Logger } from '../logger.js';
+import type { Logger } from '../observability/logger.js';
 import type { GatewayMetrics } from '../metrics/gateway-metrics.js';
-import { createGroupCommit } from '../store/group-commit.js';
+import { createGroupCommit } from '../concurrency/group-commit.js';
 import { createCommitPipeline } from './commit-pipeline.js';
 import { deadLetterMessage } from './dead-letter.js';
 import { REJECT_REASONS, type EventIngestor, type MessageFormat, type RawEventMessage, type RejectedMessage } from './event-ingestor.js';

@@ -1,6 +1,6 @@
 import { Kafka, logLevel, type LogEntry, type logCreator, type RetryOptions } from 'kafkajs';
-import type { KafkaConfig } from '../config.js';
-import type { Logger } from '../logger.js';
+import type { KafkaConfig } from '../config/config.js';
+import type { Logger } from '../observability/logger.js';
 import { kafkaJsSecurityOptions } from './kafka-security.js';
 
 // kafkajs reports expected reconnects at ERROR; for an operator they are warnings.

@@ -1,4 +1,4 @@
-import { AppError } from '../errors.js';
+import { AppError } from '../errors/app-error.js';
 import type { KafkaSecurityConfig } from './kafka-security-config.js';
 
 /**

@@ -1,7 +1,7 @@
 import type { Admin } from 'kafkajs';
-import type { KafkaConfig } from '../config.js';
-import type { Logger } from '../logger.js';
-import { NotReady, type ReadinessProbe } from '../readiness.js';
+import type { KafkaConfig } from '../config/config.js';
+import type { Logger } from '../observability/logger.js';
+import { NotReady, type ReadinessProbe } from '../observability/readiness.js';
 import { ONE_ATTEMPT, createKafkaClient } from './kafka-client.js';
 import { kafkaRefusal } from './kafka-errors.js';
 

@@ -1,7 +1,7 @@
 import type { Admin } from 'kafkajs';
-import type { Config, KafkaConfig } from '../config.js';
-import type { Logger } from '../logger.js';
-import { StartupError } from '../startup-error.js';
+import type { Config, KafkaConfig } from '../config/config.js';
+import type { Logger } from '../observability/logger.js';
+import { StartupError } from '../errors/startup-error.js';
 import { ONE_ATTEMPT, createKafkaClient } from './kafka-client.js';
 import { kafkaRefusal } from './kafka-errors.js';
 import type { KafkaSecurityConfig } from './kafka-security-config.js';

@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 import { createTokenVerifier, type TokenVerifier, type VerificationKey } from '../auth/token-verifier.js';
-import type { Logger } from '../logger.js';
+import type { Logger } from '../observability/logger.js';
 import { loadOrCreateSecret } from './secrets.js';
 
 export const DEV_SECRET_FILE = 'dev-jwt-secret';

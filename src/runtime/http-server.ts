@@ -1,6 +1,6 @@
 import { createServer, type IncomingMessage, type RequestListener, type Server, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
-import type { HttpServerConfig } from '../config.js';
+import type { HttpServerConfig } from '../config/config.js';
 import { answerClientError, answerConnect, answerUnmetExpectation } from '../http/error-response.js';
 
 export interface HttpServer {

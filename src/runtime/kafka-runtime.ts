@@ -1,7 +1,7 @@
 import type { Kafka } from 'kafkajs';
 import { createKafkaCommandPublisher } from '../commands/kafka-command-publisher.js';
 import type { CommandPublisher } from '../commands/command-publisher.js';
-import type { Config, KafkaConfig } from '../config.js';
+import type { Config, KafkaConfig } from '../config/config.js';
 import { createIngestConsumer, type IngestConsumer } from '../ingest/kafka-ingest-consumer.js';
 import type { EventIngestor } from '../ingest/event-ingestor.js';
 import { createKafkaClient } from '../kafka/kafka-client.js';
@@ -9,7 +9,7 @@ import { kafkaSecurityWarnings } from '../kafka/kafka-security.js';
 import { firstContact, requireTopics, startupFailure, topicsOfRole } from '../kafka/kafka-start-checks.js';
 import { replicationFor, replicationShortfalls } from '../kafka/replication.js';
 import { ensureTopics } from '../kafka/topics.js';
-import type { Logger } from '../logger.js';
+import type { Logger } from '../observability/logger.js';
 import type { GatewayMetrics } from '../metrics/gateway-metrics.js';
 
 /**

@@ -1,5 +1,5 @@
 import { resolve } from 'node:path';
-import type { Config } from '../config.js';
+import type { Config } from '../config/config.js';
 import { createChdbTransport } from '../store/chdb-transport.js';
 import { createClickHouseServerTransport } from '../store/clickhouse-server-transport.js';
 import { migrate, type StoreLayout } from '../store/migrations.js';

@@ -1,6 +1,6 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
-import { AppError, type FieldErrors } from '../errors.js';
+import { AppError, type FieldErrors } from '../errors/app-error.js';
 import { schemasById, type SchemaId, type SchemaTypes } from './schema-files.js';
 
 // ajv-formats is CommonJS with a default export; under NodeNext it arrives one level deep.

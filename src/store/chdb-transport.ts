@@ -1,6 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { Session } from 'chdb';
-import { createGroupCommit, type GroupCommit } from './group-commit.js';
+import { createGroupCommit, type GroupCommit } from '../concurrency/group-commit.js';
 import { INSERT_SETTINGS, type SqlParams, type SqlTransport } from './sql-transport.js';
 import { toStoreError } from './store-errors.js';
 import { rowRefusal } from './store-refusal.js';

@@ -1,5 +1,5 @@
 import { createClient, type ClickHouseClient } from '@clickhouse/client';
-import type { ClickHouseConfig } from '../config.js';
+import type { ClickHouseConfig } from '../config/config.js';
 import { clickHouseConnectionOptions } from './clickhouse-connection-options.js';
 import type { SqlParams, SqlTransport } from './sql-transport.js';
 import { INSERT_SETTINGS } from './sql-transport.js';

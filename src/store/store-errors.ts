@@ -1,4 +1,4 @@
-import { AppError } from '../errors.js';
+import { AppError } from '../errors/app-error.js';
 
 /**
  * The one place where engine and driver errors are read. Anything that means "the store

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { AppError } from '../../src/errors.js';
+import { AppError } from '../../src/errors/app-error.js';
 
 /** What a promise rejects with; fails the test when it resolves. */
 export async function rejectionOf(promise: Promise<unknown>): Promise<unknown> {

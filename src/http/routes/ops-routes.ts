@@ -1,8 +1,8 @@
 import type Router from '@koa/router';
-import { AppError } from '../../errors.js';
+import { AppError } from '../../errors/app-error.js';
 import { success } from '../envelope.js';
 import type { GatewayMetrics } from '../../metrics/gateway-metrics.js';
-import { NotReady, type ReadinessProbe } from '../../readiness.js';
+import { NotReady, type ReadinessProbe } from '../../observability/readiness.js';
 import type { GatewayState } from '../state.js';
 
 // A dependency that has not answered by then counts as down: a load balancer's probe must not hang.

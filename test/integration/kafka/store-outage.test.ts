@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import type { CanonicalEvent } from '../../../src/generated/schema-types.js';
 import { createEventIngestor } from '../../../src/ingest/event-ingestor.js';
 import { createIngestConsumer, type IngestConsumer } from '../../../src/ingest/kafka-ingest-consumer.js';
-import { createLogger } from '../../../src/logger.js';
+import { createLogger } from '../../../src/observability/logger.js';
 import { createGatewayMetrics } from '../../../src/metrics/gateway-metrics.js';
 import { openStore } from '../../../src/runtime/store-runtime.js';
 import { createSchemaRegistry } from '../../../src/schemas/schema-registry.js';

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { authorize, parseOrgIdHeader, principalFromClaims } from '../../../src/auth/principal.js';
-import { AppError, type ErrorCode } from '../../../src/errors.js';
+import { AppError, type ErrorCode } from '../../../src/errors/app-error.js';
 
 const ORG = 'aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa';
 

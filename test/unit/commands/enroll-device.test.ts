@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import type { CommandPublisher, PublishRequest } from '../../../src/commands/command-publisher.js';
 import { createEnrollDevice, type EnrollInput } from '../../../src/commands/enroll-device.js';
 import type { IdempotencyEntry, IdempotencyStore } from '../../../src/commands/idempotency-store.js';
-import { AppError } from '../../../src/errors.js';
+import { AppError } from '../../../src/errors/app-error.js';
 import { createSchemaRegistry } from '../../../src/schemas/schema-registry.js';
 import { uuid } from '../../support/factories.js';
 

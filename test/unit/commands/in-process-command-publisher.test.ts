@@ -4,7 +4,7 @@ import type { CommandLog } from '../../../src/commands/command-log.js';
 import type { PublishRequest } from '../../../src/commands/command-publisher.js';
 import { createInProcessCommandPublisher } from '../../../src/commands/in-process-command-publisher.js';
 import type { EventIngestor } from '../../../src/ingest/event-ingestor.js';
-import { createLogger } from '../../../src/logger.js';
+import { createLogger } from '../../../src/observability/logger.js';
 import type { CanonicalEvent } from '../../../src/generated/schema-types.js';
 import { enrollmentCommand } from '../../support/factories.js';
 

@@ -1,6 +1,6 @@
 import { PassThrough } from 'node:stream';
 import { expect } from 'chai';
-import { AppError } from '../../../src/errors.js';
+import { AppError } from '../../../src/errors/app-error.js';
 import { answerClientError, toErrorResponse } from '../../../src/http/error-response.js';
 
 describe('error response mapping', () => {

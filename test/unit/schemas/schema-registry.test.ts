@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { AppError } from '../../../src/errors.js';
+import { AppError } from '../../../src/errors/app-error.js';
 import { allValid, createSchemaRegistry } from '../../../src/schemas/schema-registry.js';
 
 const schemas = createSchemaRegistry();

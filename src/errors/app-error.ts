@@ -1,6 +1,6 @@
 /**
  * Every failure the gateway reports is an AppError with a stable code. The code fixes
- * the HTTP status and whether a caller may retry; src/http/error-envelope.ts is the one
+ * the HTTP status and whether a caller may retry; src/http/error-response.ts is the one
  * place that turns an error into a response.
  */
 export const errorCodes = {

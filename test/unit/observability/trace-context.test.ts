@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { formatTraceparent, parseTraceparent } from '../../src/trace-context.js';
+import { formatTraceparent, parseTraceparent } from '../../../src/observability/trace-context.js';
 
 describe('traceparent', () => {
   it('reads trace and parent ids', () => {

@@ -2,8 +2,8 @@ import { expect } from 'chai';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { ConfigError, loadConfig } from '../../src/config.js';
-import { clickHouseConnectionOptions } from '../../src/store/clickhouse-connection-options.js';
+import { ConfigError, loadConfig } from '../../../src/config/config.js';
+import { clickHouseConnectionOptions } from '../../../src/store/clickhouse-connection-options.js';
 
 const SECRET = 's'.repeat(32);
 

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
-import { AppError } from '../../../src/errors.js';
-import { MAX_JSON_DEPTH, nestsDeeperThan, parseBoundedJson } from '../../../src/http/bounded-json.js';
+import { AppError } from '../../../src/errors/app-error.js';
+import { MAX_JSON_DEPTH, nestsDeeperThan, parseBoundedJson } from '../../../src/json/bounded-json.js';
 
 function refusal(text: string): AppError {
   try {

@@ -1,4 +1,4 @@
-import { AppError } from '../errors.js';
+import { AppError } from '../errors/app-error.js';
 import { validationError } from '../schemas/schema-registry.js';
 
 /** Deepest nesting of arrays and objects a request body may have; a top-level `{}` is depth 1. */

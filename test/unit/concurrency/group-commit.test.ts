@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { createGroupCommit } from '../../../src/store/group-commit.js';
+import { createGroupCommit } from '../../../src/concurrency/group-commit.js';
 
 function deferred() {
   let release!: () => void;

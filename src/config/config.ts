@@ -6,7 +6,7 @@
 import { flag, optional, type Env } from './config-env.js';
 import { ConfigError } from './config-error.js';
 import { certificatesFile, secretVariable } from './config-files.js';
-import { parseKafkaSecurity, type KafkaSecurityConfig } from './kafka/kafka-security-config.js';
+import { parseKafkaSecurity, type KafkaSecurityConfig } from '../kafka/kafka-security-config.js';
 
 export { ConfigError };
 
