@@ -2,6 +2,7 @@ import type { Kafka, Producer } from 'kafkajs';
 import { AppError } from '../errors/app-error.js';
 import { partitionLedger, sendCompletely } from '../kafka/complete-send.js';
 import { toKafkaError } from '../kafka/kafka-errors.js';
+import { limitOf, recordBytes, sendBudget, type MessageLimits } from '../kafka/message-bytes.js';
 import type { Logger } from '../observability/logger.js';
 import type { GatewayMetrics } from '../metrics/gateway-metrics.js';
 import { createGroupCommit, type GroupCommit } from '../concurrency/group-commit.js';
@@ -15,11 +16,22 @@ export interface KafkaCommandPublisherOptions {
   readonly producers: number;
   /** Longest a request waits for Kafka before it is answered 503. */
   readonly timeoutMs: number;
+  /** max.message.bytes of the command topics, read at start (src/kafka/message-bytes.ts). */
+  readonly messageLimits: MessageLimits;
   readonly logger: Logger;
+}
+
+/** A command as it goes out: encoded once, when it is accepted, and weighed. */
+interface OutgoingMessage {
+  readonly key: string;
+  readonly value: string;
+  readonly headers: Record<string, string>;
 }
 
 interface Pending {
   readonly request: PublishRequest;
+  readonly message: OutgoingMessage;
+  readonly bytes: number;
   /** Set when the caller stopped waiting; such a request is not sent. */
   expired: boolean;
 }
@@ -41,7 +53,7 @@ interface Lane {
   close(): Promise<void>;
 }
 
-function createLane(options: KafkaCommandPublisherOptions, logger: Logger): Lane {
+function createLane(options: KafkaCommandPublisherOptions, logger: Logger, maxSendBytes: number): Lane {
   let producer: Promise<Producer> | undefined;
   // A 2xx needs every command of a send written; kafkajs alone can drop a partition on a leader change.
   const ledger = partitionLedger();
@@ -81,13 +93,14 @@ function createLane(options: KafkaCommandPublisherOptions, logger: Logger): Lane
 
   const sends = createGroupCommit<Pending>(
     async (pending) => {
-      const live = pending.filter((p) => !p.expired).map((p) => p.request.command);
+      const live = pending.filter((p) => !p.expired);
       if (live.length === 0) return;
-      const byTopic = new Map<string, { key: string; value: string; headers: Record<string, string> }[]>();
-      for (const command of live) {
-        const list = byTopic.get(command.topic) ?? [];
-        list.push({ key: command.key, value: JSON.stringify(command.value), headers: { ...command.headers } });
-        byTopic.set(command.topic, list);
+      const byTopic = new Map<string, OutgoingMessage[]>();
+      for (const { request, message } of live) {
+        const list = byTopic.get(request.command.topic) ?? [];
+        // A message object of its own per try: the ledger notes partitions by object.
+        list.push({ ...message });
+        byTopic.set(request.command.topic, list);
       }
       const topics = [...byTopic.keys()];
       const started = process.hrtime.bigint();
@@ -104,7 +117,9 @@ function createLane(options: KafkaCommandPublisherOptions, logger: Logger): Lane
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       for (const topic of topics) options.metrics.produceDuration.observe({ topic }, seconds);
     },
-    { maxItems: MAX_REQUESTS_PER_SEND },
+    // One send's bytes stay under every command topic's limit, so no partition's batch can
+    // pass it: 60 large enrollments of one device go out in several sends, not one refused one.
+    { maxItems: MAX_REQUESTS_PER_SEND, weigh: (p) => p.bytes, maxWeight: maxSendBytes },
   );
 
   return {
@@ -140,11 +155,22 @@ function laneOf(key: string, lanes: number): number {
  */
 export function createKafkaCommandPublisher(options: KafkaCommandPublisherOptions): CommandPublisher {
   const logger = options.logger.child({ module: 'command-publisher' });
-  const lanes = Array.from({ length: options.producers }, () => createLane(options, logger));
+  const budgetOf = (topic: string) => sendBudget(limitOf(options.messageLimits, topic));
+  const maxSendBytes = options.messageLimits.size === 0 ? budgetOf('') : Math.min(...[...options.messageLimits.keys()].map(budgetOf));
+  const lanes = Array.from({ length: options.producers }, () => createLane(options, logger, maxSendBytes));
 
   return {
     async publish(request) {
-      const pending: Pending = { request, expired: false };
+      const { command } = request;
+      const message: OutgoingMessage = { key: command.key, value: JSON.stringify(command.value), headers: { ...command.headers } };
+      const bytes = recordBytes(message);
+      if (bytes > budgetOf(command.topic)) {
+        // No batch could carry it; sent, it would only fail, and fail its neighbours with it.
+        throw new AppError('BODY_TOO_LARGE', 'Command too large for its topic', {
+          detail: `The command this request makes is ${bytes} bytes, more than its Kafka topic accepts (${budgetOf(command.topic)} bytes); send a smaller body.`,
+        });
+      }
+      const pending: Pending = { request, message, bytes, expired: false };
       let timer: NodeJS.Timeout | undefined;
       const timeout = new Promise<never>((_, reject) => {
         timer = setTimeout(() => {

@@ -12,7 +12,7 @@ export interface GroupCommit<T> {
   drain(): Promise<void>;
 }
 
-export interface GroupCommitOptions {
+export interface GroupCommitOptions<T> {
   /** Most items in one flush; a backlog is split. A single larger write still goes out whole. */
   readonly maxItems?: number;
   /** How long a partial batch waits for more items before it is flushed. */
@@ -24,6 +24,13 @@ export interface GroupCommitOptions {
    */
   readonly isolate?: (error: unknown) => boolean;
   /**
+   * What one item weighs (its bytes, say), and the most one flush may carry: a backlog is
+   * split so that no flush passes `maxWeight`, as it is by `maxItems`. A single write
+   * heavier than that still goes out whole, in a flush of its own.
+   */
+  readonly weigh?: (item: T) => number;
+  readonly maxWeight?: number;
+  /**
    * Flushes that may run at once (1 unless set). With 2, the next batch is prepared while
    * the sink works on the previous one; each writer still settles with its own flush.
    */
@@ -32,28 +39,40 @@ export interface GroupCommitOptions {
 
 interface Pending<T> {
   items: readonly T[];
+  weight: number;
   resolve: () => void;
   reject: (error: unknown) => void;
 }
 
-export function createGroupCommit<T>(flush: (items: T[]) => Promise<void>, options: GroupCommitOptions = {}): GroupCommit<T> {
+export function createGroupCommit<T>(flush: (items: T[]) => Promise<void>, options: GroupCommitOptions<T> = {}): GroupCommit<T> {
   const maxItems = options.maxItems ?? 50_000;
   const lingerMs = options.lingerMs ?? 0;
   const concurrency = options.concurrency ?? 1;
   const queue: Pending<T>[] = [];
   let queued = 0;
+  let queuedWeight = 0;
   const running = new Set<Promise<void>>();
   let timer: NodeJS.Timeout | undefined;
+
+  const weigh = options.weigh;
+  const maxWeight = options.maxWeight ?? Infinity;
+
+  function fitsBatch(count: number, weight: number, next: Pending<T>): boolean {
+    return count + next.items.length <= maxItems && weight + next.weight <= maxWeight;
+  }
 
   function takeBatch(): Pending<T>[] {
     const batch: Pending<T>[] = [];
     let count = 0;
-    while (queue.length > 0 && (batch.length === 0 || count + queue[0]!.items.length <= maxItems)) {
+    let weight = 0;
+    while (queue.length > 0 && (batch.length === 0 || fitsBatch(count, weight, queue[0]!))) {
       const next = queue.shift()!;
       batch.push(next);
       count += next.items.length;
+      weight += next.weight;
     }
     queued -= count;
+    queuedWeight -= weight;
     return batch;
   }
 
@@ -93,15 +112,18 @@ export function createGroupCommit<T>(flush: (items: T[]) => Promise<void>, optio
 
   function schedule(): void {
     if (queue.length === 0 || running.size >= concurrency) return;
-    if (lingerMs === 0 || queued >= maxItems) startNow();
+    if (lingerMs === 0 || queued >= maxItems || queuedWeight >= maxWeight) startNow();
     else timer ??= setTimeout(startNow, lingerMs);
   }
 
   return {
     write(items) {
       return new Promise<void>((resolve, reject) => {
-        queue.push({ items, resolve, reject });
+        let weight = 0;
+        if (weigh !== undefined) for (const item of items) weight += weigh(item);
+        queue.push({ items, weight, resolve, reject });
         queued += items.length;
+        queuedWeight += weight;
         schedule();
       });
     },

@@ -115,6 +115,8 @@ export interface Config {
     readonly batchWaitMs: number;
     /** Events fetched and not yet stored, at most (INGEST_MAX_IN_FLIGHT_EVENTS); fetching waits past it. */
     readonly maxInFlightEvents: number;
+    /** A partition with fetched events whose commit has not moved for this long is stalled: /metrics and /readyz say so (INGEST_STALL_MS). */
+    readonly stallMs: number;
   };
   /** The live tail, GET .../events/stream (docs/decisions/live-tail.md). */
   readonly liveTail: LiveTailConfig;
@@ -127,6 +129,8 @@ function parseIngest(env: Env): Config['ingest'] {
     batchWaitMs: integer(env, 'INGEST_BATCH_WAIT_MS', 200, 0, 60_000),
     // Four inserts' worth keeps the store busy while kafkajs fetches the next ones.
     maxInFlightEvents: integer(env, 'INGEST_MAX_IN_FLIGHT_EVENTS', 4 * batchSize, 1, 10_000_000),
+    // Six times the store retry's longest backoff (10 s): a sick store shows within a minute, a slow insert does not.
+    stallMs: integer(env, 'INGEST_STALL_MS', 60_000, 1000, 86_400_000),
   };
 }
 

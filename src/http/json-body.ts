@@ -1,7 +1,8 @@
 import bodyParser from 'koa-bodyparser';
 import type { Middleware } from 'koa';
 import { AppError } from '../errors/app-error.js';
-import { parseBoundedJson } from '../json/bounded-json.js';
+import { MAX_JSON_DEPTH, readBoundedJson } from '../json/bounded-json.js';
+import { validationError } from '../schemas/schema-registry.js';
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
 const JSON_TYPES = ['application/json', 'application/merge-patch+json'];
@@ -40,10 +41,34 @@ function normalizeContentEncoding(headers: Record<string, string | string[] | un
 }
 
 /**
+ * A body's JSON value, or the envelope's error for a text the shared JSON rules refuse:
+ * too deep or a number out of range is a body that fails validation, anything else is
+ * malformed.
+ */
+export function parseBodyJson(text: string): unknown {
+  const reading = readBoundedJson(text);
+  if (reading.ok) return reading.value;
+  switch (reading.problem) {
+    case 'too-deep':
+      return reject(validationError({ body: `must not nest arrays and objects deeper than ${MAX_JSON_DEPTH} levels` }));
+    case 'number-out-of-range':
+      return reject(validationError({ body: 'must not hold a number beyond the range of a double (about 1.8e308)' }));
+    case 'proto-key':
+      return reject(new AppError('MALFORMED_JSON', 'Malformed JSON', { detail: 'The request body has a "__proto__" key.' }));
+    case 'not-json':
+      return reject(new AppError('MALFORMED_JSON', 'Malformed JSON', { detail: 'The request body is not valid JSON.' }));
+  }
+}
+
+function reject(error: AppError): never {
+  throw error;
+}
+
+/**
  * Parses a JSON body into ctx.request.body, leaving it undefined when the request has
  * none. A body of another media type is a 415; any JSON value parses, and the route's
  * schema decides what it accepts, so that every rejection reads the same way. The text
- * is read first and parsed by parseBoundedJson, which refuses deep nesting before
+ * is read first and parsed by parseBodyJson, which refuses deep nesting before
  * parsing starts.
  */
 export function jsonBody(): Middleware {
@@ -71,7 +96,7 @@ export function jsonBody(): Middleware {
     return readText(ctx, async () => {
       const text: unknown = ctx.request.body;
       // A chunked body of no bytes is no body, as a Content-Length of 0 is.
-      ctx.request.body = typeof text === 'string' && text !== '' ? parseBoundedJson(text) : undefined;
+      ctx.request.body = typeof text === 'string' && text !== '' ? parseBodyJson(text) : undefined;
       await next();
     });
   };

@@ -8,34 +8,73 @@
  * hands its batch over and returns; each partition's commits run in a chain, one link
  * per batch, and a link commits only after its own batch and every earlier link of the
  * same partition succeeded. A link whose store failed breaks the chain: no later batch
- * of that partition is committed until `reset()` (a rebalance) starts a new one, and
+ * of that partition is committed until `fence()` (a rebalance) starts a new one, and
  * the group delivers everything after the last commit again.
  *
+ * Rebalances are fenced by generation. Each link belongs to the generation it was
+ * tracked in, and once `fence()` has started a new one it never commits: after a
+ * rebalance the group delivers the partition again from its committed offset (to this
+ * member or another), and a late commit of an older batch would move that offset back
+ * below what the new owner has committed since.
+ *
  * `admit` bounds the events held in flight, which is the consumer's backpressure: when
- * the store is slow or sick, handlers wait in `admit` and kafkajs stops fetching.
+ * the store is slow or sick, handlers wait in `admit` and kafkajs stops fetching. A
+ * fence releases every waiting handler with `false`, so a rebalance is never held up
+ * behind a store that cannot take more.
+ *
+ * It also knows, per partition, since when a fetched batch has waited for its commit:
+ * that is how a stalled partition is told (`stalled`).
  */
 export interface CommitPipeline {
-  /** Resolves once `events` more fit under the bound; a batch always fits when nothing is in flight. */
-  admit(events: number): Promise<void>;
+  /**
+   * Resolves true once `events` more fit under the bound (a batch always fits when nothing
+   * is in flight), or false when a fence came first: the batch is then not to be tracked.
+   */
+  admit(events: number): Promise<boolean>;
+  /** The current generation, for a batch to know later whether it was fenced off. */
+  generation(): number;
   /**
    * Takes one admitted batch of a partition: `stored` settles when its events are stored,
-   * and `commit` runs once it and every earlier batch of the partition are. The returned
-   * promise settles with the link (rejecting when this batch or an earlier one failed).
+   * and `commit` runs once it and every earlier batch of the partition are, unless a fence
+   * came in between. The returned promise settles with the link (rejecting when this batch
+   * or an earlier one failed, or with FencedError).
    */
   track(partition: string, events: number, stored: Promise<void>, commit: () => Promise<void>): Promise<void>;
   /** Resolves when every tracked batch has been committed or has failed, including ones tracked while waiting. */
   settled(): Promise<void>;
-  /** Forgets every chain, so that a partition assigned again starts from a clean one. */
-  reset(): void;
+  /**
+   * Starts a new generation: every chain is forgotten, no link tracked before commits,
+   * and handlers waiting in `admit` are released with false.
+   */
+  fence(): void;
   /** Events admitted and not yet stored (or failed). */
   inFlight(): number;
+  /** Partitions of the current generation whose oldest uncommitted batch has waited longer than `stallMs`, and for how long. */
+  stalled(stallMs: number): { readonly partition: string; readonly waitingMs: number }[];
 }
 
-export function createCommitPipeline(maxInFlightEvents: number): CommitPipeline {
+/** A link that a rebalance fenced off: its batch may be stored, but its offset is not this member's to commit. */
+export class FencedError extends Error {
+  override readonly name = 'FencedError';
+  constructor(readonly partition: string) {
+    super(`batch of ${partition} tracked before a rebalance; not committed`);
+  }
+}
+
+interface PartitionProgress {
+  /** Links tracked and not settled. */
+  open: number;
+  /** Since when the partition has waited for a commit: its last commit, or when its first open link came. */
+  since: number;
+}
+
+export function createCommitPipeline(maxInFlightEvents: number, now: () => number = () => performance.now()): CommitPipeline {
   let inFlight = 0;
-  const waiting: { readonly events: number; readonly admitted: () => void }[] = [];
+  let generation = 0;
+  let waiting: { readonly events: number; readonly admitted: (ok: boolean) => void }[] = [];
   const tails = new Map<string, Promise<void>>();
   const links = new Set<Promise<void>>();
+  const progress = new Map<string, PartitionProgress>();
 
   const fits = (events: number) => inFlight === 0 || inFlight + events <= maxInFlightEvents;
 
@@ -45,20 +84,34 @@ export function createCommitPipeline(maxInFlightEvents: number): CommitPipeline 
     while (waiting.length > 0 && fits(waiting[0]!.events)) {
       const next = waiting.shift()!;
       inFlight += next.events;
-      next.admitted();
+      next.admitted(true);
     }
+  }
+
+  function opened(partition: string): PartitionProgress {
+    let state = progress.get(partition);
+    if (state === undefined) {
+      state = { open: 0, since: now() };
+      progress.set(partition, state);
+    } else if (state.open === 0) state.since = now();
+    state.open += 1;
+    return state;
   }
 
   return {
     admit(events) {
       if (waiting.length === 0 && fits(events)) {
         inFlight += events;
-        return Promise.resolve();
+        return Promise.resolve(true);
       }
-      return new Promise<void>((admitted) => waiting.push({ events, admitted }));
+      return new Promise<boolean>((admitted) => waiting.push({ events, admitted }));
     },
+    generation: () => generation,
     track(partition, events, stored, commit) {
+      const tracked = generation;
       const previous = tails.get(partition) ?? Promise.resolve();
+      const state = opened(partition);
+      const current = () => tracked === generation;
       const link = (async () => {
         try {
           await stored;
@@ -66,23 +119,40 @@ export function createCommitPipeline(maxInFlightEvents: number): CommitPipeline 
           release(events);
         }
         await previous;
+        if (!current()) throw new FencedError(partition);
         await commit();
+        if (current()) state.since = now();
       })();
       tails.set(partition, link);
       links.add(link);
       // Settled links leave the set; a rejection is the caller's to report, and the next link of the chain sees it.
-      link.then(
-        () => links.delete(link),
-        () => links.delete(link),
-      );
+      const settle = () => {
+        links.delete(link);
+        if (current()) state.open -= 1;
+      };
+      link.then(settle, settle);
       return link;
     },
     async settled() {
       while (links.size > 0) await Promise.allSettled([...links]);
     },
-    reset() {
+    fence() {
+      generation += 1;
       tails.clear();
+      progress.clear();
+      const released = waiting;
+      waiting = [];
+      for (const { admitted } of released) admitted(false);
     },
     inFlight: () => inFlight,
+    stalled(stallMs) {
+      const at = now();
+      const out: { partition: string; waitingMs: number }[] = [];
+      for (const [partition, state] of progress) {
+        const waitingMs = at - state.since;
+        if (state.open > 0 && waitingMs > stallMs) out.push({ partition, waitingMs });
+      }
+      return out;
+    },
   };
 }

@@ -1,6 +1,8 @@
+import { isUtf8 } from 'node:buffer';
 import { commandEvent } from '../commands/command-event.js';
 import { AppError, type FieldErrors } from '../errors/app-error.js';
 import type { CanonicalEvent } from '../generated/schema-types.js';
+import { readBoundedJson } from '../json/bounded-json.js';
 import type { SchemaRegistry } from '../schemas/schema-registry.js';
 import type { EventStore } from '../store/event-store.js';
 import { describeRefusal, rowRefusal } from '../store/store-refusal.js';
@@ -37,10 +39,13 @@ export interface RawEventMessage {
 
 /**
  * Why a message is dead-lettered; also the values of the `reason` label of
- * ingest_dead_lettered_total. All but the last are found by validation; `store-rejected`
- * is a valid event that the store itself refused on its own (src/ingest/bisect-insert.ts).
+ * ingest_dead_lettered_total. All but the last are found by validation: `invalid-json` is
+ * a value that is not UTF-8 JSON text, `json-limit-exceeded` one that breaks the JSON
+ * rules HTTP bodies keep too (src/json/bounded-json.ts: nesting, `__proto__`, numbers
+ * beyond a double). `store-rejected` is a valid event whose write failed on its own: the
+ * store refused it, or encoding it for the store failed (src/ingest/bisect-insert.ts).
  */
-export const REJECT_REASONS = ['empty-value', 'invalid-json', 'schema-violation', 'timestamp-out-of-range', 'store-rejected'] as const;
+export const REJECT_REASONS = ['empty-value', 'invalid-json', 'json-limit-exceeded', 'schema-violation', 'timestamp-out-of-range', 'store-rejected'] as const;
 export type RejectReason = (typeof REJECT_REASONS)[number];
 
 export interface RejectedMessage {
@@ -55,25 +60,56 @@ export interface IngestResult {
   readonly rejected: readonly RejectedMessage[];
 }
 
+/**
+ * The store failed for a reason that is not a verdict on the rows (it is down, slow or out
+ * of room): nothing of the batch may be acknowledged, and the same batch may well be
+ * stored once it recovers.
+ */
+export class SickStoreError extends Error {
+  override readonly name = 'SickStoreError';
+}
+
 export interface EventIngestor {
   /**
    * Validates a batch of raw messages and stores the valid events in one write. Invalid
    * messages are returned, never thrown, so one bad message cannot stop its partition;
    * so are valid events the store refuses for their data, found by splitting the write
    * (`store-rejected`), while the rest of the batch is stored. Rejects only when the store
-   * is sick, in which case nothing of the batch may be acknowledged.
+   * is sick (SickStoreError), in which case nothing of the batch may be acknowledged.
    */
   ingestMessages(messages: readonly RawEventMessage[]): Promise<IngestResult>;
   /** Stores events the process built itself; an invalid one is a bug and throws. */
   ingestEvents(events: readonly CanonicalEvent[]): Promise<void>;
 }
 
-type Parsed = { ok: true; event: CanonicalEvent } | { ok: false; reason: RejectReason; detail: string };
+type Parsed = { ok: true; event: CanonicalEvent; identity: string } | { ok: false; reason: RejectReason; detail: string };
 
 /** An event to store once, and every message of the batch that carried it (a redelivery adds one). */
 interface Carried {
   readonly event: CanonicalEvent;
   readonly messages: { readonly message: RawEventMessage; readonly index: number }[];
+}
+
+/**
+ * What makes two events one: the whole sort key of the events table, which is also what
+ * the store folds copies by (src/store/migrations.ts). Two organizations' events that
+ * share an id are two events; a redelivered copy has the same key, its timestamp
+ * normalized as stored.
+ */
+function eventIdentity(event: CanonicalEvent, storedAt: string): string {
+  return `${event.org_id.toLowerCase()}/${event.project_id.toLowerCase()}/${storedAt}/${event.id.toLowerCase()}`;
+}
+
+/** The first of each identity, in order: copies inside one write are written once; across writes the store folds them. */
+function foldCopies<T>(items: readonly T[], identityOf: (item: T) => string): Map<string, T[]> {
+  const byIdentity = new Map<string, T[]>();
+  for (const item of items) {
+    const identity = identityOf(item);
+    const known = byIdentity.get(identity);
+    if (known === undefined) byIdentity.set(identity, [item]);
+    else known.push(item);
+  }
+  return byIdentity;
 }
 
 function describeFields(fields: FieldErrors): string {
@@ -88,66 +124,57 @@ export function createEventIngestor(deps: { store: EventStore; schemas: SchemaRe
   function parse(value: unknown): Parsed {
     const checked = schemas.check('canonical-event.schema.json', value);
     if (!checked.ok) return { ok: false, reason: 'schema-violation', detail: describeFields(checked.fields) };
+    let storedAt: string;
     try {
-      toStoreTimestamp(checked.value.occurred_at);
+      storedAt = toStoreTimestamp(checked.value.occurred_at);
     } catch (error) {
       if (error instanceof TimestampError) return { ok: false, reason: 'timestamp-out-of-range', detail: error.message };
       throw error;
     }
-    return { ok: true, event: checked.value };
+    return { ok: true, event: checked.value, identity: eventIdentity(checked.value, storedAt) };
   }
 
   function parseRaw(message: RawEventMessage): Parsed {
-    if (message.value === null || message.value.length === 0) {
+    const { value } = message;
+    if (value === null || value.length === 0) {
       return { ok: false, reason: 'empty-value', detail: 'message has no value' };
     }
-    let json: unknown;
-    try {
-      json = JSON.parse(message.value.toString());
-    } catch {
-      return { ok: false, reason: 'invalid-json', detail: 'message value is not JSON' };
+    // JSON text is UTF-8 (RFC 8259); decoding other bytes would store U+FFFD in their place, silently.
+    if (typeof value !== 'string' && !isUtf8(value)) {
+      return { ok: false, reason: 'invalid-json', detail: 'message value is not UTF-8 text' };
+    }
+    const reading = readBoundedJson(value.toString());
+    if (!reading.ok) {
+      const reason = reading.problem === 'not-json' ? 'invalid-json' : 'json-limit-exceeded';
+      return { ok: false, reason, detail: `message value ${reading.detail}` };
     }
     const format = message.format ?? 'canonical-event';
-    if (format === 'canonical-event') return parse(json);
-    const command = schemas.check(COMMAND_SCHEMAS[format], json);
+    if (format === 'canonical-event') return parse(reading.value);
+    const command = schemas.check(COMMAND_SCHEMAS[format], reading.value);
     if (!command.ok) return { ok: false, reason: 'schema-violation', detail: describeFields(command.fields) };
     return parse(commandEvent(command.value, message.headers?.['traceparent']?.toString()));
   }
 
-  async function storeUnique(events: CanonicalEvent[]): Promise<void> {
-    // Copies of one event inside a batch are written once; across batches the store folds them.
-    const seen = new Set<string>();
-    const unique = events.filter((e) => {
-      const id = e.id.toLowerCase();
-      if (seen.has(id)) return false;
-      seen.add(id);
-      return true;
-    });
-    await deps.store.insertEvents(unique);
+  /** Stores the events, isolating the ones the store refuses on their own; a sick store rejects with SickStoreError. */
+  async function store(items: readonly Carried[]) {
+    try {
+      return await bisectInsert(items, { insert: (part) => deps.store.insertEvents(part.map((c) => c.event)), refusal: rowRefusal });
+    } catch (error) {
+      throw new SickStoreError('event store failed for a reason that is not about the rows', { cause: error });
+    }
   }
 
   return {
     async ingestMessages(messages) {
-      // Copies of one event inside a batch are written once; across batches the store folds them.
-      const carried = new Map<string, Carried>();
       const rejected: { readonly index: number; readonly rejection: RejectedMessage }[] = [];
-      let valid = 0;
+      const valid: { readonly message: RawEventMessage; readonly index: number; readonly event: CanonicalEvent; readonly identity: string }[] = [];
       messages.forEach((message, index) => {
         const parsed = parseRaw(message);
-        if (!parsed.ok) {
-          rejected.push({ index, rejection: { message, reason: parsed.reason, detail: parsed.detail } });
-          return;
-        }
-        valid += 1;
-        const id = parsed.event.id.toLowerCase();
-        const known = carried.get(id);
-        if (known === undefined) carried.set(id, { event: parsed.event, messages: [{ message, index }] });
-        else known.messages.push({ message, index });
+        if (parsed.ok) valid.push({ message, index, event: parsed.event, identity: parsed.identity });
+        else rejected.push({ index, rejection: { message, reason: parsed.reason, detail: parsed.detail } });
       });
-      const { refused } = await bisectInsert([...carried.values()], {
-        insert: (part) => deps.store.insertEvents(part.map((c) => c.event)),
-        refusal: rowRefusal,
-      });
+      const carried: Carried[] = [...foldCopies(valid, (v) => v.identity).values()].map((copies) => ({ event: copies[0]!.event, messages: copies }));
+      const { refused } = await store(carried);
       let refusedMessages = 0;
       for (const { item, refusal } of refused) {
         // Every copy goes with the event: none of them was stored, and each must be accounted for before its offset is committed.
@@ -158,16 +185,17 @@ export function createEventIngestor(deps: { store: EventStore; schemas: SchemaRe
       }
       // Dead letters in the order the messages came, whichever step refused them.
       rejected.sort((a, b) => a.index - b.index);
-      return { stored: valid - refusedMessages, rejected: rejected.map((r) => r.rejection) };
+      return { stored: valid.length - refusedMessages, rejected: rejected.map((r) => r.rejection) };
     },
     async ingestEvents(events) {
-      const valid: CanonicalEvent[] = [];
+      const valid: { readonly event: CanonicalEvent; readonly identity: string }[] = [];
       for (const event of events) {
         const parsed = parse(event);
         if (!parsed.ok) throw new AppError('INTERNAL', `built an invalid canonical event: ${parsed.detail}`);
-        valid.push(parsed.event);
+        valid.push(parsed);
       }
-      await storeUnique(valid);
+      // The store's own error goes to the caller, who answers a request with it.
+      await deps.store.insertEvents([...foldCopies(valid, (v) => v.identity).values()].map((copies) => copies[0]!.event));
     },
   };
 }

@@ -1,12 +1,13 @@
-import type { Consumer, EachBatchPayload, IHeaders, Kafka, Producer } from 'kafkajs';
+import type { EachBatchPayload, IHeaders, Kafka } from 'kafkajs';
 import { REQUEST_ID_MESSAGE_HEADER } from '../commands/command-context.js';
-import { partitionLedger, sendCompletely } from '../kafka/complete-send.js';
-import type { Logger } from '../observability/logger.js';
-import type { GatewayMetrics } from '../metrics/gateway-metrics.js';
 import { createGroupCommit } from '../concurrency/group-commit.js';
-import { createCommitPipeline } from './commit-pipeline.js';
-import { deadLetterMessage } from './dead-letter.js';
-import { REJECT_REASONS, type EventIngestor, type MessageFormat, type RawEventMessage, type RejectedMessage } from './event-ingestor.js';
+import type { GatewayMetrics } from '../metrics/gateway-metrics.js';
+import type { Logger } from '../observability/logger.js';
+import { NotReady, type ReadinessProbe } from '../observability/readiness.js';
+import { createCommitPipeline, FencedError } from './commit-pipeline.js';
+import { createDeadLetterWriter } from './dead-letter-writer.js';
+import { REJECT_REASONS, SickStoreError, type EventIngestor, type MessageFormat, type RawEventMessage, type RejectedMessage } from './event-ingestor.js';
+import { createSupervisedConsumer, isRebalancing } from './supervised-consumer.js';
 
 export interface IngestConsumerOptions {
   readonly kafka: Kafka;
@@ -15,6 +16,8 @@ export interface IngestConsumerOptions {
   /** Each topic it reads and what its messages hold: the event topics, and the command topics whose events it derives. */
   readonly sources: readonly { readonly topic: string; readonly format: MessageFormat }[];
   readonly deadLetterTopic: string;
+  /** The dead-letter topic's max.message.bytes, read at start: no send of dead letters passes it. */
+  readonly deadLetterMaxBytes: number;
   readonly ingestor: EventIngestor;
   /** Most events per store insert. */
   readonly batchSize: number;
@@ -22,6 +25,8 @@ export interface IngestConsumerOptions {
   readonly batchWaitMs: number;
   /** Most events fetched and not yet stored; past it, fetching waits for the store. */
   readonly maxInFlightEvents: number;
+  /** A partition whose fetched events have waited this long for a commit is stalled (INGEST_STALL_MS). */
+  readonly stallMs: number;
   /** Silence after which the group hands this member's partitions to another; heartbeats go every third of it. */
   readonly sessionTimeoutMs: number;
   readonly logger: Logger;
@@ -29,13 +34,14 @@ export interface IngestConsumerOptions {
 
 export interface IngestConsumer {
   start(): Promise<void>;
+  /** Fails while a partition is stalled, naming it: for the consumer's /readyz. */
+  readonly readiness: ReadinessProbe;
   stop(): Promise<void>;
 }
 
 const BACKOFF_MS = { initial: 200, max: 10_000 };
-const FETCH_BYTES = { perPartition: 4 * 1024 * 1024, total: 32 * 1024 * 1024 };
-// A consumer kafkajs gave up on is replaced after this pause, and again after it if the new one cannot start.
-const REPLACE_AFTER_MS = 1000;
+// kafkajs's 1 MiB per partition is about 3,000 events, fewer than one insert wants.
+const FETCH_BYTES = { maxBytesPerPartition: 4 * 1024 * 1024, maxBytes: 32 * 1024 * 1024 };
 
 function stringHeaders(headers: IHeaders | undefined): Record<string, Buffer | string> {
   const out: Record<string, Buffer | string> = {};
@@ -61,127 +67,129 @@ function logStoredCommands(logger: Logger, messages: readonly RawEventMessage[],
   }
 }
 
-const sleep = (ms: number) => new Promise<void>((resolve) => setTimeout(resolve, ms));
+/** A promise resolved from outside (Promise.withResolvers, which Node 20 lacks). */
+function signal(): { readonly promise: Promise<void>; readonly fire: () => void } {
+  let fire!: () => void;
+  const promise = new Promise<void>((resolve) => (fire = resolve));
+  return { promise, fire };
+}
+
+const partitionName = (topic: string, partition: number) => `${topic}/${partition}`;
+
+function partitionLabels(name: string): { topic: string; partition: string } {
+  const slash = name.lastIndexOf('/');
+  return { topic: name.slice(0, slash), partition: name.slice(slash + 1) };
+}
 
 /**
  * Reads the event topics and the gateway's command topics (committed data only) into the
  * store; a command is stored as the canonical event derived from it. Batches from all
  * partitions being consumed are merged into one insert of up to batchSize events or
- * batchWaitMs, because ClickHouse wants thousands of rows per insert. A partition's offsets are
- * committed only after its events are stored and its invalid messages are on the DLQ:
+ * batchWaitMs, because ClickHouse wants thousands of rows per insert. A partition's offsets
+ * are committed only after its events are stored and its invalid messages are on the DLQ:
  * delivery is at least once, and the store folds the copies a redelivery brings.
- * An event the store refuses for its data is found by splitting the insert and
- * dead-lettered (`store-rejected`) while the rest of the merged batch is stored. While the
- * store is sick each batch is retried with backoff and nothing is committed or
- * dead-lettered; heartbeats continue throughout, so the group keeps the member.
+ *
+ * What a producer sends cannot stop a partition: an invalid message, or a valid one the
+ * store refuses on its own, is dead-lettered with its reason while its neighbours are
+ * stored (src/ingest/event-ingestor.ts). A failure is kept to what caused it: a merged
+ * insert that failed for anything but a sick store is redone writer by writer, and while
+ * the store is sick each batch is retried with backoff and nothing is committed or
+ * dead-lettered; heartbeats continue throughout, so the group keeps the member. After a
+ * rebalance, batches of the old generation neither commit nor retry (commit-pipeline.ts).
+ * A partition whose fetched events wait longer than `stallMs` for a commit shows as
+ * stalled on /metrics and fails the readiness probe.
  */
 export function createIngestConsumer(options: IngestConsumerOptions): IngestConsumer {
   const logger = options.logger.child({ module: 'ingest-consumer' });
+  const { metrics } = options;
   const formats = new Map(options.sources.map((s) => [s.topic, s.format]));
   const topics = [...formats.keys()];
-  let stopping = false;
   const pipeline = createCommitPipeline(options.maxInFlightEvents);
-  let replacement: NodeJS.Timeout | undefined;
-  const newConsumer = (): Consumer => {
-    const fresh = options.kafka.consumer({
-      groupId: options.groupId,
-      readUncommitted: false,
-      sessionTimeout: options.sessionTimeoutMs,
-      heartbeatInterval: Math.floor(options.sessionTimeoutMs / 3),
-      maxWaitTimeInMs: 250,
-      // kafkajs's 1 MiB per partition is about 3,000 events, fewer than one insert wants.
-      maxBytesPerPartition: FETCH_BYTES.perPartition,
-      maxBytes: FETCH_BYTES.total,
-      // After a crash (the broker gone, say) kafkajs restarts the consumer on a timer that
-      // it arms after asking this; a stop() that came in between would clear no timer and
-      // leave the restart reconnecting forever. So a stopping consumer never restarts.
-      retry: { restartOnFailure: async () => !stopping },
-    });
-    // kafkajs restarts a consumer only after an error it deems retriable; after any other
-    // (seen once after a broker outage) it disconnects for good and ingestion would stop
-    // in silence. Such a consumer is replaced by a new one in the same group.
-    fresh.on(fresh.events.CRASH, ({ payload }) => {
-      if (payload.restart || stopping) return;
-      logger.error({ err: payload.error }, 'ingest consumer stopped on an error kafkajs does not restart after; starting a new one');
-      scheduleReplacement();
-    });
-    // After a rebalance kafkajs fetches each partition again from its committed offset, so
-    // chains broken before it (or still running) must not hold back the new batches.
-    fresh.on(fresh.events.GROUP_JOIN, () => pipeline.reset());
-    return fresh;
-  };
-  let consumer: Consumer = newConsumer();
+  let stopping = false;
+  /** Partitions of the current assignment, by name: the label sets this member reports. */
+  let assigned = new Set<string>();
+  /** Resolves at the next rebalance, so a batch waiting out its backoff stops at once. */
+  let nextRebalance = signal();
 
-  async function run(current: Consumer): Promise<void> {
-    await current.connect();
-    await current.subscribe({ topics, fromBeginning: true });
-    await current.run({
-      autoCommit: false,
-      eachBatchAutoResolve: false,
-      // Every assigned partition may wait in the same insert; 64 bounds the fan-in.
-      partitionsConsumedConcurrently: 64,
-      eachBatch,
-    });
+  function onRebalance(assignment: Readonly<Record<string, readonly number[]>> | undefined): void {
+    pipeline.fence();
+    nextRebalance.fire();
+    nextRebalance = signal();
+    if (assignment === undefined) return;
+    const now = new Set(Object.entries(assignment).flatMap(([topic, partitions]) => partitions.map((p) => partitionName(topic, p))));
+    for (const name of assigned) {
+      if (now.has(name)) continue;
+      const labels = partitionLabels(name);
+      metrics.consumerLag.remove(labels);
+      metrics.partitionStalled.remove(labels);
+    }
+    for (const name of now) metrics.partitionStalled.set(partitionLabels(name), 0);
+    assigned = now;
   }
 
-  function scheduleReplacement(): void {
-    if (stopping || replacement !== undefined) return;
-    replacement = setTimeout(() => {
-      replacement = undefined;
-      if (stopping) return;
-      consumer = newConsumer();
-      run(consumer).catch((error: unknown) => {
-        logger.error({ err: error }, 'a new ingest consumer did not start; trying again');
-        scheduleReplacement();
-      });
-    }, REPLACE_AFTER_MS);
-  }
+  const supervised = createSupervisedConsumer({
+    kafka: options.kafka,
+    groupId: options.groupId,
+    topics,
+    sessionTimeoutMs: options.sessionTimeoutMs,
+    fetch: FETCH_BYTES,
+    // Every assigned partition may wait in the same insert; 64 bounds the fan-in.
+    run: { partitionsConsumedConcurrently: 64, eachBatch },
+    onRebalance,
+    logger,
+  });
 
-  // A dead letter whose partition kafkajs left out of a send would be lost once the offsets are committed.
-  const ledger = partitionLedger();
-  const deadLetters: Producer = options.kafka.producer({ idempotent: true, maxInFlightRequests: 1, createPartitioner: ledger.createPartitioner });
+  const deadLetters = createDeadLetterWriter({ kafka: options.kafka, topic: options.deadLetterTopic, maxMessageBytes: options.deadLetterMaxBytes, logger });
   // Every reason is reported from the start, at zero, so an alert on one needs no first occurrence.
-  for (const reason of REJECT_REASONS) options.metrics.deadLettered.inc({ reason }, 0);
+  for (const reason of REJECT_REASONS) metrics.deadLettered.inc({ reason }, 0);
 
   const inserts = createGroupCommit<RawEventMessage>(
     async (messages) => {
-      const { metrics } = options;
       metrics.ingestBatchSize.observe(messages.length);
       const stopTimer = metrics.insertDuration.startTimer();
       const result = await options.ingestor.ingestMessages(messages);
       stopTimer();
       logStoredCommands(logger, messages, result.rejected);
-      if (result.rejected.length > 0) {
-        await sendCompletely(deadLetters, ledger, { acks: -1, topicMessages: [{ topic: options.deadLetterTopic, messages: result.rejected.map(deadLetterMessage) }] }, (missing) =>
-          logger.warn({ missing }, 'kafkajs acknowledged a send without some of its partitions; sending those again'),
-        );
-        for (const { reason } of result.rejected) metrics.deadLettered.inc({ reason });
-        logger.warn({ count: result.rejected.length, reasons: [...new Set(result.rejected.map((r) => r.reason))] }, 'dead-lettered events');
-        // Validation failures are the producer's to fix; a refusal by the store may be ours (a constraint, a type), so each is named.
-        for (const { message, reason, detail } of result.rejected) {
-          if (reason === 'store-rejected') logger.warn({ ...message.source, detail }, 'store refused an event; dead-lettered');
-        }
+      if (result.rejected.length === 0) return;
+      await deadLetters.write(result.rejected);
+      for (const { reason } of result.rejected) metrics.deadLettered.inc({ reason });
+      logger.warn({ count: result.rejected.length, reasons: [...new Set(result.rejected.map((r) => r.reason))] }, 'dead-lettered events');
+      // Validation failures are the producer's to fix; a refusal by the store may be ours (a constraint, a type), so each is named.
+      for (const { message, reason, detail } of result.rejected) {
+        if (reason === 'store-rejected') logger.warn({ ...message.source, detail }, 'store refused an event; dead-lettered');
       }
     },
-    // Two flushes at once: one batch is parsed and validated here while the store writes the other.
-    { maxItems: options.batchSize, lingerMs: options.batchWaitMs, concurrency: 2 },
+    {
+      maxItems: options.batchSize,
+      lingerMs: options.batchWaitMs,
+      // Two flushes at once: one batch is parsed and validated here while the store writes the other.
+      concurrency: 2,
+      // A sick store fails every writer alike; any other failure (a dead-letter send, say) is
+      // redone writer by writer, so it holds back only the partition whose messages caused it.
+      isolate: (error) => !(error instanceof SickStoreError),
+    },
   );
 
   /**
    * Stores a batch, retrying with backoff while the store is sick. It gives up (and so
-   * breaks its partition's commit chain) only when the consumer is stopping or the
-   * partition was taken away; the group then delivers the batch again.
+   * breaks its partition's commit chain) only when the consumer is stopping, the partition
+   * was taken away, or a rebalance fenced the batch off; the group then delivers it again.
    */
-  async function storeWithRetry(payload: EachBatchPayload, messages: RawEventMessage[]): Promise<void> {
+  async function storeWithRetry(payload: EachBatchPayload, messages: RawEventMessage[], generation: number): Promise<void> {
+    const { topic, partition } = payload.batch;
+    const fenced = () => pipeline.generation() !== generation;
     for (let attempt = 1; ; attempt += 1) {
+      if (fenced()) throw new FencedError(partitionName(topic, partition));
       try {
         await inserts.write(messages);
         return;
       } catch (error) {
-        if (stopping || !payload.isRunning() || payload.isStale()) throw error;
+        if (stopping || !payload.isRunning() || payload.isStale() || fenced()) throw error;
         const delay = Math.min(BACKOFF_MS.max, BACKOFF_MS.initial * 2 ** (attempt - 1));
-        logger.warn({ err: error, attempt, delayMs: delay, topic: payload.batch.topic, partition: payload.batch.partition }, 'store failed; retrying batch');
-        await sleep(delay);
+        logger.warn({ err: error, attempt, delayMs: delay, topic, partition }, 'store failed; retrying batch');
+        let timer: NodeJS.Timeout | undefined;
+        await Promise.race([new Promise<void>((resolve) => (timer = setTimeout(resolve, delay))), nextRebalance.promise]);
+        clearTimeout(timer);
       }
     }
   }
@@ -189,7 +197,7 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
   async function commit(payload: EachBatchPayload, next: string): Promise<void> {
     const { topic, partition } = payload.batch;
     if (payload.isRunning()) {
-      await consumer.commitOffsets([{ topic, partition, offset: next }]);
+      await supervised.commitOffsets([{ topic, partition, offset: next }]);
     } else {
       // Once stop() has begun, kafkajs's consumer.commitOffsets silently commits nothing, so
       // every batch finished during a shutdown would be stored and then delivered again. The
@@ -209,21 +217,33 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
       headers: stringHeaders(m.headers),
       source: { topic: batch.topic, partition: batch.partition, offset: m.offset },
     }));
-    // Waiting for room (a slow or sick store) can outlast the session; heartbeat through it.
-    const beat = setInterval(() => payload.heartbeat().catch(() => undefined), Math.floor(options.sessionTimeoutMs / 5));
+    const generation = pipeline.generation();
+    // Waiting for room (a slow or sick store) can outlast the session; heartbeat through it,
+    // and give way at once when the group rebalances: the batch is then delivered again.
+    const beat = setInterval(
+      () =>
+        payload.heartbeat().catch((error: unknown) => {
+          if (isRebalancing(error)) onRebalance(undefined);
+        }),
+      Math.floor(options.sessionTimeoutMs / 5),
+    );
+    let admitted: boolean;
     try {
-      await pipeline.admit(messages.length);
+      admitted = await pipeline.admit(messages.length);
     } finally {
       clearInterval(beat);
     }
+    if (!admitted) return;
     const last = batch.messages.at(-1)!.offset;
     const lag = Number(batch.offsetLag());
-    const link = pipeline.track(`${batch.topic}/${batch.partition}`, messages.length, storeWithRetry(payload, messages), async () => {
-      options.metrics.consumerLag.set({ topic: batch.topic, partition: String(batch.partition) }, lag);
+    const link = pipeline.track(partitionName(batch.topic, batch.partition), messages.length, storeWithRetry(payload, messages, generation), async () => {
+      metrics.consumerLag.set({ topic: batch.topic, partition: String(batch.partition) }, lag);
       await commit(payload, (BigInt(last) + 1n).toString());
     });
     link.catch((error: unknown) => {
-      if (!stopping) logger.warn({ err: error, topic: batch.topic, partition: batch.partition }, 'batch not committed; the group delivers it again');
+      if (stopping) return;
+      if (error instanceof FencedError) logger.info({ topic: batch.topic, partition: batch.partition }, 'batch of an earlier group generation not committed; the group delivers it again');
+      else logger.warn({ err: error, topic: batch.topic, partition: batch.partition }, 'batch not committed; the group delivers it again');
     });
     // kafkajs fetches on from here while the batch is stored; the commit waits for the store.
     payload.resolveOffset(last);
@@ -231,22 +251,40 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
     if (!payload.isRunning()) await link;
   }
 
+  const stalledNow = () => pipeline.stalled(options.stallMs);
+  let watch: NodeJS.Timeout | undefined;
+  function reportStalls(): void {
+    const stalled = new Set(stalledNow().map((s) => s.partition));
+    for (const name of assigned) metrics.partitionStalled.set(partitionLabels(name), stalled.has(name) ? 1 : 0);
+  }
+
   return {
+    readiness: {
+      name: 'ingest',
+      async check() {
+        const stalled = stalledNow();
+        if (stalled.length === 0) return;
+        const list = stalled.map((s) => `${s.partition} (${Math.round(s.waitingMs / 1000)} s)`).join(', ');
+        throw new NotReady(`ingestion stalled: fetched events have waited longer than ${options.stallMs} ms for a commit on ${list}`);
+      },
+    },
     async start() {
-      await deadLetters.connect();
-      await run(consumer);
+      await deadLetters.start();
+      await supervised.start();
+      watch = setInterval(reportStalls, Math.min(1000, Math.max(100, Math.floor(options.stallMs / 4))));
+      watch.unref();
       logger.info({ topics, groupId: options.groupId }, 'ingest consumer running');
     },
     async stop() {
       stopping = true;
-      clearTimeout(replacement);
+      clearInterval(watch);
       // Fetch nothing more, and let every batch already handed over be stored and committed
       // while the member is still in the group (after disconnect() no commit gets through).
-      consumer.pause(topics.map((topic) => ({ topic })));
+      supervised.pauseAll();
       await pipeline.settled();
-      await consumer.disconnect();
+      await supervised.stop();
       await inserts.drain().catch(() => undefined);
-      await deadLetters.disconnect();
+      await deadLetters.stop();
     },
   };
 }

@@ -7,6 +7,8 @@ export interface GatewayMetrics {
   readonly produceDuration: Histogram<'topic'>;
   readonly produceErrors: Counter<'topic'>;
   readonly consumerLag: Gauge<'topic' | 'partition'>;
+  /** 1 while a partition's fetched events have waited longer than INGEST_STALL_MS for a commit, else 0; only for partitions this member holds. */
+  readonly partitionStalled: Gauge<'topic' | 'partition'>;
   readonly ingestBatchSize: Histogram;
   readonly insertDuration: Histogram;
   readonly deadLettered: Counter<'reason'>;
@@ -41,6 +43,12 @@ export function createGatewayMetrics(): GatewayMetrics {
     consumerLag: new Gauge({
       name: 'kafka_consumer_lag',
       help: 'Messages between the last one the ingest consumer took and the partition end, by topic and partition.',
+      labelNames: ['topic', 'partition'],
+      registers,
+    }),
+    partitionStalled: new Gauge({
+      name: 'ingest_partition_stalled',
+      help: 'Whether a partition held by the ingest consumer has fetched events that waited longer than INGEST_STALL_MS for their commit (1) or not (0), by topic and partition.',
       labelNames: ['topic', 'partition'],
       registers,
     }),

@@ -1,5 +1,4 @@
 import { randomBytes, randomUUID } from 'node:crypto';
-import type { Kafka } from 'kafkajs';
 import { resolve } from 'node:path';
 import type { CommandEnvironment } from '../commands/command-context.js';
 import type { CommandPublisher } from '../commands/command-publisher.js';
@@ -25,7 +24,7 @@ import type { EventStore } from '../store/event-store.js';
 import type { SqlTransport } from '../store/sql-transport.js';
 import { createVerifier } from './auth-runtime.js';
 import { startHttpServer, type HttpServer } from './http-server.js';
-import { kafkaCommandPublisher, openKafka, startIngestConsumer } from './kafka-runtime.js';
+import { kafkaCommandPublisher, openKafka, startIngestConsumer, type OpenedKafka } from './kafka-runtime.js';
 import { loadOrCreateSecret } from './secrets.js';
 import { openStore } from './store-runtime.js';
 
@@ -91,7 +90,7 @@ export async function startRuntime(config: Config, logger: Logger, env: CommandE
     const metrics = createGatewayMetrics();
     let closing = false;
     const readiness: ReadinessProbe[] = [{ name: 'store', check: () => transport.command('SELECT 1') }];
-    let kafka: Kafka | undefined;
+    let kafka: OpenedKafka | undefined;
     if (config.kafka !== undefined) {
       kafka = await openKafka(config, config.kafka, logger);
       const kafkaReadiness = createKafkaReadiness(config.kafka, logger);
@@ -100,6 +99,7 @@ export async function startRuntime(config: Config, logger: Logger, env: CommandE
       if (config.role !== 'gateway') {
         const consumer = await startIngestConsumer(kafka, config, config.kafka, ingestor, metrics, logger);
         closers.push(() => consumer.stop());
+        readiness.push(consumer.readiness);
       }
     }
     // Fails from the start of a shutdown, so a load balancer stops routing here while requests in flight finish.

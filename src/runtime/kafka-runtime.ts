@@ -6,20 +6,29 @@ import { createIngestConsumer, type IngestConsumer } from '../ingest/kafka-inges
 import type { EventIngestor } from '../ingest/event-ingestor.js';
 import { createKafkaClient } from '../kafka/kafka-client.js';
 import { kafkaSecurityWarnings } from '../kafka/kafka-security.js';
+import { limitOf, readMessageLimits, type MessageLimits } from '../kafka/message-bytes.js';
 import { firstContact, requireTopics, startupFailure, topicsOfRole } from '../kafka/kafka-start-checks.js';
 import { replicationFor, replicationShortfalls } from '../kafka/replication.js';
 import { ensureTopics } from '../kafka/topics.js';
 import type { Logger } from '../observability/logger.js';
 import type { GatewayMetrics } from '../metrics/gateway-metrics.js';
 
+/** A connected Kafka client, and what the brokers said at start that the writers need. */
+export interface OpenedKafka {
+  readonly kafka: Kafka;
+  /** max.message.bytes of each topic the role writes. */
+  readonly messageLimits: MessageLimits;
+}
+
 /**
  * Connects to Kafka and creates the topics of the contract that are missing, replicated as
  * configured or, where that is unset, as the cluster's size allows. Warns once when a topic
- * the gateway writes is replicated less than that. Only the topics of the process's role are
- * checked, so each role needs ACLs on its own topics only; a refusal by the brokers
- * (credentials, certificate, host name, ACLs) fails the start as a StartupError naming it.
+ * the gateway writes is replicated less than that, and reads how large a batch each of
+ * those topics takes. Only the topics of the process's role are checked, so each role
+ * needs ACLs on its own topics only; a refusal by the brokers (credentials, certificate,
+ * host name, ACLs) fails the start as a StartupError naming it.
  */
-export async function openKafka(config: Config, kafkaConfig: KafkaConfig, logger: Logger): Promise<Kafka> {
+export async function openKafka(config: Config, kafkaConfig: KafkaConfig, logger: Logger): Promise<OpenedKafka> {
   for (const { variable, message } of kafkaSecurityWarnings(kafkaConfig)) logger.warn({ variable }, message);
   const kafka = createKafkaClient(kafkaConfig, logger);
   await firstContact(kafkaConfig, logger);
@@ -28,6 +37,7 @@ export async function openKafka(config: Config, kafkaConfig: KafkaConfig, logger
   await admin.connect().catch((error: unknown) => {
     throw startupFailure(error, kafkaConfig);
   });
+  let messageLimits: MessageLimits;
   try {
     const { brokers } = await admin.describeCluster();
     const replication = replicationFor(kafkaConfig, brokers.length);
@@ -47,26 +57,29 @@ export async function openKafka(config: Config, kafkaConfig: KafkaConfig, logger
     if (short.length > 0) {
       logger.warn({ topics: short, wanted: replication }, 'topics the gateway writes are replicated less than it asks for; acknowledged writes may sit on fewer brokers');
     }
+    messageLimits = await readMessageLimits(admin, topics.written, logger);
   } catch (error) {
     throw startupFailure(error, kafkaConfig);
   } finally {
     await admin.disconnect();
   }
-  return kafka;
+  return { kafka, messageLimits };
 }
 
-export function kafkaCommandPublisher(kafka: Kafka, config: Config, kafkaConfig: KafkaConfig, metrics: GatewayMetrics, logger: Logger): CommandPublisher {
+export function kafkaCommandPublisher(opened: OpenedKafka, config: Config, kafkaConfig: KafkaConfig, metrics: GatewayMetrics, logger: Logger): CommandPublisher {
+  const commandTopics = [config.topics.enrollmentCommands, config.topics.edgePolicyCommands];
   return createKafkaCommandPublisher({
-    kafka,
+    kafka: opened.kafka,
     metrics,
     producers: kafkaConfig.producers,
     timeoutMs: config.commandTimeoutMs,
+    messageLimits: new Map(commandTopics.map((topic) => [topic, limitOf(opened.messageLimits, topic)])),
     logger,
   });
 }
 
 export async function startIngestConsumer(
-  kafka: Kafka,
+  opened: OpenedKafka,
   config: Config,
   kafkaConfig: KafkaConfig,
   ingestor: EventIngestor,
@@ -74,7 +87,7 @@ export async function startIngestConsumer(
   logger: Logger,
 ): Promise<IngestConsumer> {
   const consumer = createIngestConsumer({
-    kafka,
+    kafka: opened.kafka,
     metrics,
     groupId: kafkaConfig.consumerGroup,
     sources: [
@@ -83,6 +96,8 @@ export async function startIngestConsumer(
       { topic: config.topics.edgePolicyCommands, format: 'edge-policy-command' as const },
     ],
     deadLetterTopic: config.topics.deadLetter,
+    deadLetterMaxBytes: limitOf(opened.messageLimits, config.topics.deadLetter),
+    stallMs: config.ingest.stallMs,
     ingestor,
     batchSize: config.ingest.batchSize,
     batchWaitMs: config.ingest.batchWaitMs,

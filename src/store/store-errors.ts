@@ -48,9 +48,14 @@ export function clickhouseException(error: unknown): { code: number; message: st
   return undefined;
 }
 
+/** Whether the error is @clickhouse/client's request timeout, which says nothing but its text. */
+export function isClientTimeout(error: unknown): boolean {
+  return error instanceof Error && error.message === CLIENT_TIMEOUT_MESSAGE;
+}
+
 function codeOf(error: unknown): { errno?: string; clickhouse?: number } {
   if (typeof error !== 'object' || error === null) return {};
-  if (error instanceof Error && error.message === CLIENT_TIMEOUT_MESSAGE) return { errno: 'ETIMEDOUT' };
+  if (isClientTimeout(error)) return { errno: 'ETIMEDOUT' };
   const e = error as DriverError;
   const errno = typeof e.code === 'string' && UNREACHABLE.has(e.code) ? e.code : undefined;
   const clickhouse = ownClickhouseCode(e);

@@ -1,4 +1,5 @@
-import { clickhouseException } from './store-errors.js';
+import { AppError } from '../errors/app-error.js';
+import { clickhouseException, isClientTimeout } from './store-errors.js';
 
 /**
  * ClickHouse exception codes that are a verdict on the rows of an insert rather than on
@@ -36,11 +37,34 @@ const ROW_REFUSAL_CODES: ReadonlyMap<number, string> = new Map([
 const REFUSAL_TEXT_LIMIT = 500;
 
 export interface RowRefusal {
-  readonly code: number;
-  /** ClickHouse's name for the code, e.g. VIOLATED_CONSTRAINT. */
+  /** ClickHouse's code; undefined for a failure of this process's own code (see localFailure). */
+  readonly code: number | undefined;
+  /** ClickHouse's name for the code, e.g. VIOLATED_CONSTRAINT; or the JavaScript error's, e.g. RangeError. */
   readonly name: string;
   /** The engine's own sentence, without the code prefix, the pipeline trace or any statement text. */
   readonly message: string;
+}
+
+/** Errors of JavaScript itself: what encoding a row can throw (a RangeError for a call stack or a string too large, a TypeError for a value that has no JSON form). */
+const LANGUAGE_ERRORS = [RangeError, TypeError, SyntaxError] as const;
+
+/**
+ * A failure raised by this process's own code while it handled the rows, before or
+ * without any I/O: an error of the language itself, with no ClickHouse code and no
+ * system error code anywhere in its chain (our AppError wrappers aside). Such a failure
+ * is about what the rows hold, since the same code ran fine for every other row; a lost
+ * connection, a timeout or a refused request always carries a code of its own.
+ */
+function localFailure(error: unknown): Error | undefined {
+  const seen = new Set<unknown>();
+  let e: unknown = error;
+  while (e instanceof AppError && !seen.has(e)) {
+    seen.add(e);
+    e = e.cause;
+  }
+  if (!(e instanceof Error) || isClientTimeout(e)) return undefined;
+  if ((e as { code?: unknown }).code !== undefined || e.cause !== undefined) return undefined;
+  return LANGUAGE_ERRORS.some((kind) => e instanceof kind) ? e : undefined;
 }
 
 /** The engine's sentence alone: chDB prefixes the code and appends the name; both may append where it happened. */
@@ -56,19 +80,23 @@ function engineSentence(message: string): string {
 }
 
 /**
- * What a failed insert says about its rows: a refusal when ClickHouse refused the data,
- * undefined when the store is sick (or the failure carries no ClickHouse code at all, as a
- * lost connection or a client timeout does).
+ * What a failed insert says about its rows: a refusal when ClickHouse refused the data or
+ * when encoding the rows failed in this process (a value too deep or too large to
+ * serialize, say); undefined when the store is sick, or the failure is I/O (a lost
+ * connection or a client timeout, which carry no ClickHouse code).
  */
 export function rowRefusal(error: unknown): RowRefusal | undefined {
   const exception = clickhouseException(error);
-  if (exception === undefined) return undefined;
+  if (exception === undefined) {
+    const local = localFailure(error);
+    return local === undefined ? undefined : { code: undefined, name: local.name, message: engineSentence(local.message) };
+  }
   const name = ROW_REFUSAL_CODES.get(exception.code);
   if (name === undefined) return undefined;
   return { code: exception.code, name, message: engineSentence(exception.message) };
 }
 
-/** One line for the DLQ detail header and the logs, e.g. `VIOLATED_CONSTRAINT (469): Constraint … is violated …`. */
+/** One line for the DLQ detail header and the logs, e.g. `VIOLATED_CONSTRAINT (469): Constraint … is violated …` or `RangeError while encoding the row: Maximum call stack size exceeded`. */
 export function describeRefusal(refusal: RowRefusal): string {
-  return `${refusal.name} (${refusal.code}): ${refusal.message}`;
+  return refusal.code === undefined ? `${refusal.name} while encoding the row: ${refusal.message}` : `${refusal.name} (${refusal.code}): ${refusal.message}`;
 }

@@ -4,6 +4,7 @@ import type { CanonicalEvent } from '../../../src/generated/schema-types.js';
 import { createEventIngestor } from '../../../src/ingest/event-ingestor.js';
 import { createIngestConsumer, type IngestConsumer } from '../../../src/ingest/kafka-ingest-consumer.js';
 import { createLogger } from '../../../src/observability/logger.js';
+import { KAFKA_DEFAULT_MAX_MESSAGE_BYTES } from '../../../src/kafka/message-bytes.js';
 import { createGatewayMetrics } from '../../../src/metrics/gateway-metrics.js';
 import { openStore } from '../../../src/runtime/store-runtime.js';
 import { createSchemaRegistry } from '../../../src/schemas/schema-registry.js';
@@ -67,10 +68,12 @@ describeOnEachStore('ingest while the store is failing', function (suite) {
       groupId,
       sources: [{ topic, format: 'canonical-event' }],
       deadLetterTopic: `${topic}.dlq`,
+      deadLetterMaxBytes: KAFKA_DEFAULT_MAX_MESSAGE_BYTES,
       ingestor: createEventIngestor({ store: failing, schemas: createSchemaRegistry() }),
       batchSize: 1000,
       batchWaitMs: 20,
       maxInFlightEvents: 4000,
+      stallMs: 60_000,
       sessionTimeoutMs: 10_000,
       logger: createLogger('silent'),
     });
@@ -85,7 +88,9 @@ describeOnEachStore('ingest while the store is failing', function (suite) {
     expect(await committedOffset(), 'nothing committed while the store fails').to.equal('-1');
 
     await waitFor('the batch committed after recovery', async () => ((await committedOffset()) === '25' ? true : undefined), 60_000, 200);
-    expect(attempts).to.equal(4);
+    // However kafkajs split the 25 messages into batches, every injected failure was met and retried past.
+    expect(failuresLeft).to.equal(0);
+    expect(attempts).to.be.greaterThan(3);
     const [row] = await transport.query<{ n: string; ids: string }>(
       'SELECT count() AS n, uniqExact(id) AS ids FROM events WHERE org_id = {org:UUID} AND project_id = {project:UUID}',
       { org: tenant.orgId, project: tenant.projectId },

@@ -60,6 +60,30 @@ describe('group commit', () => {
     expect(flushes).to.deep.equal([[0], [1, 2, 3], [4, 5]]);
   });
 
+  it('splits a backlog so that no flush passes maxWeight, and sends a heavier write alone', async () => {
+    const flushes: string[][] = [];
+    const gate = deferred();
+    const gc = createGroupCommit<string>(
+      async (items) => {
+        flushes.push(items);
+        if (flushes.length === 1) await gate.promise;
+      },
+      { weigh: (item) => item.length, maxWeight: 10 },
+    );
+    const writes = [gc.write(['a']), gc.write(['bbbb', 'cccc']), gc.write(['dd']), gc.write(['e'.repeat(25)]), gc.write(['ff'])];
+    gate.release();
+    await Promise.all(writes);
+    expect(flushes).to.deep.equal([['a'], ['bbbb', 'cccc', 'dd'], ['e'.repeat(25)], ['ff']]);
+    for (const flush of flushes.filter((f) => f.length > 1)) expect(flush.join('').length).to.be.at.most(10);
+  });
+
+  it('starts a lingering flush at once when the queued weight reaches maxWeight', async () => {
+    const flushes: string[][] = [];
+    const gc = createGroupCommit<string>(async (items) => void flushes.push(items), { lingerMs: 60_000, weigh: (i) => i.length, maxWeight: 6 });
+    await Promise.all([gc.write(['abc']), gc.write(['def'])]);
+    expect(flushes).to.deep.equal([['abc', 'def']]);
+  });
+
   describe('with isolate', () => {
     class Refused extends Error {}
     /** A sink that refuses any flush holding 13, and fails every flush while `down`. */
@@ -102,15 +126,28 @@ describe('group commit', () => {
 });
 
 describe('group commit with linger', () => {
-  it('waits up to lingerMs to fill a batch', async () => {
+  it('holds a partial batch while it lingers, so later writes join it', async () => {
     const flushes: number[][] = [];
-    const gc = createGroupCommit<number>(async (items) => void flushes.push(items), { lingerMs: 200, maxItems: 100 });
+    const gc = createGroupCommit<number>(async (items) => void flushes.push(items), { lingerMs: 60_000, maxItems: 100 });
     const writes = [gc.write([1]), gc.write([2])];
     await new Promise((r) => setImmediate(r));
     expect(flushes).to.deep.equal([]);
     writes.push(gc.write([3]));
+    await new Promise((r) => setImmediate(r));
+    expect(flushes, 'still lingering').to.deep.equal([]);
+    await gc.drain();
     await Promise.all(writes);
     expect(flushes).to.deep.equal([[1, 2, 3]]);
+  });
+
+  it('flushes a partial batch by itself once lingerMs has passed, and not before', async () => {
+    const flushedAt: number[] = [];
+    const gc = createGroupCommit<number>(async () => void flushedAt.push(performance.now()), { lingerMs: 50, maxItems: 100 });
+    const writtenAt = performance.now();
+    await gc.write([1]);
+    // A lower bound only: a loaded machine can make the timer late, never early.
+    expect(flushedAt).to.have.length(1);
+    expect(flushedAt[0]! - writtenAt).to.be.at.least(45);
   });
 
   it('flushes at once when maxItems is reached', async () => {

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { createCommitPipeline } from '../../../src/ingest/commit-pipeline.js';
+import { createCommitPipeline, FencedError } from '../../../src/ingest/commit-pipeline.js';
 import { rejectionOf } from '../../support/rejections.js';
 
 /** A promise settled from outside, standing for one batch's insert. */
@@ -61,16 +61,107 @@ describe('commit pipeline', () => {
     expect(committed).to.deep.equal(['t/1']);
   });
 
-  it('starts a partition on a clean chain after reset', async () => {
+  it('starts a partition on a clean chain after a fence', async () => {
     const pipeline = createCommitPipeline(100);
     const committed: string[] = [];
     await pipeline.admit(1);
     void pipeline.track('t/0', 1, Promise.reject(new Error('revoked')), async () => void committed.push('before')).catch(() => undefined);
     await pipeline.settled();
-    pipeline.reset();
+    pipeline.fence();
     await pipeline.admit(1);
     await pipeline.track('t/0', 1, Promise.resolve(), async () => void committed.push('after'));
     expect(committed).to.deep.equal(['after']);
+  });
+
+  it('never commits a batch tracked before a fence, even one stored after it, while the new chain commits', async () => {
+    const pipeline = createCommitPipeline(100);
+    const committed: string[] = [];
+    const old = deferred();
+    await pipeline.admit(1);
+    const oldLink = pipeline.track('t/0', 1, old.promise, async () => void committed.push('old'));
+    // The rebalance lands while the old batch is still being stored.
+    pipeline.fence();
+    await pipeline.admit(1);
+    const fresh = pipeline.track('t/0', 1, Promise.resolve(), async () => void committed.push('new'));
+    await fresh;
+    old.resolve();
+    const error = await rejectionOf(oldLink);
+    expect(error).to.be.instanceOf(FencedError);
+    expect(committed, 'the old batch would move the offset back below the new one').to.deep.equal(['new']);
+    expect(pipeline.inFlight(), 'the fenced batch still releases its room').to.equal(0);
+  });
+
+  it('lets a commit already running when the fence comes finish, and commits nothing after it in the old chain', async () => {
+    const pipeline = createCommitPipeline(100);
+    const committing = deferred();
+    const committed: string[] = [];
+    await pipeline.admit(2);
+    const first = pipeline.track('t/0', 1, Promise.resolve(), async () => {
+      await committing.promise;
+      committed.push('first');
+    });
+    const second = pipeline.track('t/0', 1, Promise.resolve(), async () => void committed.push('second'));
+    await flush();
+    pipeline.fence();
+    committing.resolve();
+    await first;
+    expect(await rejectionOf(second)).to.be.instanceOf(FencedError);
+    expect(committed).to.deep.equal(['first']);
+  });
+
+  it('releases handlers waiting for room with false when fenced, so a rebalance is not held behind a full pipeline', async () => {
+    const pipeline = createCommitPipeline(10);
+    const stuck = deferred();
+    await pipeline.admit(10);
+    void pipeline.track('t/0', 10, stuck.promise, async () => undefined).catch(() => undefined);
+    const waiting = pipeline.admit(5);
+    await flush();
+    pipeline.fence();
+    expect(await waiting).to.equal(false);
+    expect(pipeline.inFlight(), 'a released handler took no room').to.equal(10);
+    stuck.resolve();
+    await pipeline.settled();
+    expect(pipeline.inFlight()).to.equal(0);
+  });
+
+  it('tells a partition stalled once its oldest uncommitted batch has waited longer than the bound, and not after its commit', async () => {
+    let clock = 0;
+    const pipeline = createCommitPipeline(100, () => clock);
+    const stored = deferred();
+    await pipeline.admit(1);
+    const link = pipeline.track('t/0', 1, stored.promise, async () => undefined);
+    clock = 1000;
+    expect(pipeline.stalled(1000)).to.deep.equal([]);
+    clock = 1001;
+    expect(pipeline.stalled(1000)).to.deep.equal([{ partition: 't/0', waitingMs: 1001 }]);
+    stored.resolve();
+    await link;
+    expect(pipeline.stalled(1000), 'committed: nothing waits').to.deep.equal([]);
+    // A new batch starts its own wait, not the partition's last commit's.
+    clock = 5000;
+    await pipeline.admit(1);
+    void pipeline.track('t/0', 1, new Promise<void>(() => undefined), async () => undefined);
+    clock = 5500;
+    expect(pipeline.stalled(1000)).to.deep.equal([]);
+    clock = 6001;
+    expect(pipeline.stalled(1000).map((s) => s.partition)).to.deep.equal(['t/0']);
+    pipeline.fence();
+    expect(pipeline.stalled(1000), 'a fence forgets the old generation').to.deep.equal([]);
+  });
+
+  it('counts progress from each commit while batches keep coming, so a busy partition is not stalled', async () => {
+    let clock = 0;
+    const pipeline = createCommitPipeline(100, () => clock);
+    for (let i = 1; i <= 5; i += 1) {
+      await pipeline.admit(1);
+      const next = deferred();
+      // One batch always open: the partition is never idle, but it commits every 800 ms.
+      const link = pipeline.track('t/0', 1, next.promise, async () => undefined);
+      clock = i * 800;
+      expect(pipeline.stalled(1000), `at ${clock} ms`).to.deep.equal([]);
+      next.resolve();
+      await link;
+    }
   });
 
   it('holds admission past the bound until stored events make room, first come first admitted', async () => {

@@ -2,7 +2,8 @@ import { expect } from 'chai';
 import { ClickHouseError } from '@clickhouse/client';
 import type { CanonicalEvent } from '../../../src/generated/schema-types.js';
 import { commandEvent } from '../../../src/commands/command-event.js';
-import { createEventIngestor } from '../../../src/ingest/event-ingestor.js';
+import { createEventIngestor, SickStoreError } from '../../../src/ingest/event-ingestor.js';
+import { MAX_JSON_DEPTH } from '../../../src/json/bounded-json.js';
 import { createSchemaRegistry } from '../../../src/schemas/schema-registry.js';
 import type { EventStore } from '../../../src/store/event-store.js';
 import { toStoreError } from '../../../src/store/store-errors.js';
@@ -95,11 +96,71 @@ describe('event ingestor', () => {
     expect(result.stored).to.equal(1);
   });
 
+  it('keeps two organizations\' events that share an id, and folds only copies of the same event', async () => {
+    const { store, batches } = memoryStore();
+    const shared = canonicalEvent({ occurred_at: '2026-04-01T10:00:00Z' });
+    const otherTenant = { ...shared, org_id: canonicalEvent().org_id, project_id: canonicalEvent().project_id };
+    // The same instant spelled two ways is the same event redelivered.
+    const copy = { ...shared, occurred_at: '2026-04-01T10:00:00.000000Z', id: shared.id.toUpperCase() };
+    const result = await createEventIngestor({ store, schemas }).ingestMessages([raw(shared), raw(otherTenant), raw(copy)]);
+    expect(result).to.deep.equal({ stored: 3, rejected: [] });
+    expect(batches).to.have.length(1);
+    expect(batches[0]!.map((e) => e.org_id)).to.deep.equal([shared.org_id, otherTenant.org_id]);
+  });
+
+  it('keeps an event of one id at two instants: the store keeps both rows', async () => {
+    const { store, batches } = memoryStore();
+    const first = canonicalEvent({ occurred_at: '2026-04-01T10:00:00Z' });
+    const later = { ...first, occurred_at: '2026-04-01T10:00:01Z' };
+    await createEventIngestor({ store, schemas }).ingestMessages([raw(first), raw(later)]);
+    expect(batches[0]).to.have.length(2);
+  });
+
+  it('dead-letters values that break the JSON rules HTTP bodies keep, and stores their neighbours', async () => {
+    const { store, batches } = memoryStore();
+    const good = canonicalEvent();
+    const deep = (depth: number) => {
+      const text = JSON.stringify(canonicalEvent());
+      return text.replace('{"temperature":21.5}', `${'['.repeat(depth)}${']'.repeat(depth)}`.replace(/^\[/, '{"a":[').replace(/\]$/, ']}'));
+    };
+    const messages = [
+      raw(deep(20_000)),
+      raw(deep(MAX_JSON_DEPTH + 1)),
+      raw(JSON.stringify(canonicalEvent()).replace('21.5', '1e400')),
+      raw(JSON.stringify(canonicalEvent()).replace('"temperature"', '"__proto__"')),
+      { value: Buffer.from([0x7b, 0x22, 0xff, 0xfe, 0x22, 0x3a, 0x31, 0x7d]) },
+      raw(good),
+    ];
+    const result = await createEventIngestor({ store, schemas }).ingestMessages(messages);
+    expect(result.rejected.map((r) => r.reason)).to.deep.equal(['json-limit-exceeded', 'json-limit-exceeded', 'json-limit-exceeded', 'json-limit-exceeded', 'invalid-json']);
+    expect(result.rejected[0]!.detail).to.equal(`message value nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`);
+    expect(result.rejected[4]!.detail).to.equal('message value is not UTF-8 text');
+    expect(batches).to.deep.equal([[good]]);
+  });
+
+  it('takes a failure of encoding one row, with no store code, as that row\'s refusal and not as a sick store', async () => {
+    const stored: string[] = [];
+    const store: EventStore = {
+      async insertEvents(events) {
+        // What JSON.stringify throws for a value nested too deep, wrapped as the transports wrap it.
+        if (events.some((e) => e.entity === 'unencodable')) throw toStoreError(new RangeError('Maximum call stack size exceeded'), 'insert');
+        stored.push(...events.map((e) => e.id));
+      },
+      ...NO_READS,
+    };
+    const good = Array.from({ length: 9 }, () => canonicalEvent());
+    const bad = canonicalEvent({ entity: 'unencodable' });
+    const result = await createEventIngestor({ store, schemas }).ingestMessages([...good.slice(0, 4), bad, ...good.slice(4)].map(raw));
+    expect(stored.sort()).to.deep.equal(good.map((e) => e.id).sort());
+    expect(result.rejected.map((r) => [r.reason, r.detail])).to.deep.equal([['store-rejected', 'RangeError while encoding the row: Maximum call stack size exceeded']]);
+  });
+
   it('rejects the whole batch when the store fails, so nothing is acknowledged', async () => {
     const { store } = memoryStore(true);
     let error: unknown;
     await createEventIngestor({ store, schemas }).ingestMessages([raw(canonicalEvent())]).catch((e: unknown) => (error = e));
-    expect((error as Error).message).to.equal('store down');
+    expect(error).to.be.instanceOf(SickStoreError);
+    expect(((error as Error).cause as Error).message, 'the store\'s own error is kept as the cause').to.equal('store down');
   });
 
   it('dead-letters an event the store refuses on its own, with every copy of it, and stores its neighbours', async () => {
@@ -132,7 +193,8 @@ describe('event ingestor', () => {
       return undefined;
     });
     expect(result).to.equal(undefined);
-    expect(error).to.deep.include({ code: 'UPSTREAM_UNAVAILABLE' });
+    expect(error).to.be.instanceOf(SickStoreError);
+    expect((error as Error).cause).to.deep.include({ code: 'UPSTREAM_UNAVAILABLE' });
     expect(state.inserts).to.equal(3);
     // The left half stored before the store fell sick; the retried batch stores it again, and the store folds the copies.
     expect(stored).to.have.length(16);

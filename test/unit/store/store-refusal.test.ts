@@ -55,7 +55,21 @@ describe('store refusal', () => {
     expect(rowRefusal(serverError('6', 'CANNOT_PARSE_TEXT', 'Cannot parse text (in query: INSERT INTO events FORMAT JSONEachRow)'))!.message).to.equal('Cannot parse text');
   });
 
+  it('reads a failure of encoding the rows in this process, with no store or system code, as a refusal of the rows', () => {
+    for (const [error, name, message] of [
+      [toStoreError(new RangeError('Maximum call stack size exceeded'), 'insert'), 'RangeError', 'Maximum call stack size exceeded'],
+      [new RangeError('Invalid string length'), 'RangeError', 'Invalid string length'],
+      [toStoreError(new TypeError('Do not know how to serialize a BigInt'), 'insert'), 'TypeError', 'Do not know how to serialize a BigInt'],
+    ] as const) {
+      const refusal = rowRefusal(error);
+      expect(refusal).to.deep.equal({ code: undefined, name, message });
+      expect(describeRefusal(refusal!)).to.equal(`${name} while encoding the row: ${message}`);
+    }
+  });
+
   for (const [what, error] of [
+    ['a language error that carries a system code (I/O, not the rows)', toStoreError(Object.assign(new TypeError('fetch failed'), { code: 'UND_ERR_SOCKET' }), 'insert')],
+    ['a language error with a cause (raised around I/O)', toStoreError(new TypeError('fetch failed', { cause: networkError('ECONNRESET') }), 'insert')],
     ['a refused connection', toStoreError(networkError('ECONNREFUSED'), 'insert')],
     ['the client request timeout', toStoreError(new Error('Timeout error.'), 'insert')],
     ['UNKNOWN_TABLE (60)', serverError('60', 'UNKNOWN_TABLE', "Table default.events doesn't exist. ")],
