@@ -35,11 +35,11 @@ export interface CommitPipeline {
   generation(): number;
   /**
    * Takes one admitted batch of a partition: `stored` settles when its events are stored,
-   * and `commit` runs once it and every earlier batch of the partition are, unless a fence
-   * came in between. The returned promise settles with the link (rejecting when this batch
+   * and `commit` runs with its value once it and every earlier batch of the partition are,
+   * unless a fence came in between; commits of one partition never overlap. The returned promise settles with the link (rejecting when this batch
    * or an earlier one failed, or with FencedError).
    */
-  track(partition: string, events: number, stored: Promise<void>, commit: () => Promise<void>): Promise<void>;
+  track<T>(partition: string, events: number, stored: Promise<T>, commit: (stored: T) => Promise<void>): Promise<void>;
   /** Resolves when every tracked batch has been committed or has failed, including ones tracked while waiting. */
   settled(): Promise<void>;
   /**
@@ -113,14 +113,15 @@ export function createCommitPipeline(maxInFlightEvents: number, now: () => numbe
       const state = opened(partition);
       const current = () => tracked === generation;
       const link = (async () => {
+        let value: Awaited<typeof stored>;
         try {
-          await stored;
+          value = await stored;
         } finally {
           release(events);
         }
         await previous;
         if (!current()) throw new FencedError(partition);
-        await commit();
+        await commit(value);
         if (current()) state.since = now();
       })();
       tails.set(partition, link);

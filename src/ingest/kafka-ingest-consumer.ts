@@ -143,6 +143,9 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
   // Every reason is reported from the start, at zero, so an alert on one needs no first occurrence.
   for (const reason of REJECT_REASONS) metrics.deadLettered.inc({ reason }, 0);
 
+  /** The verdict of the last insert that carried a message, for its batch to send on to the DLQ. */
+  const rejections = new WeakMap<RawEventMessage, RejectedMessage>();
+
   const inserts = createGroupCommit<RawEventMessage>(
     async (messages) => {
       metrics.ingestBatchSize.observe(messages.length);
@@ -150,47 +153,60 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
       const result = await options.ingestor.ingestMessages(messages);
       stopTimer();
       logStoredCommands(logger, messages, result.rejected);
-      if (result.rejected.length === 0) return;
-      await deadLetters.write(result.rejected);
-      for (const { reason } of result.rejected) metrics.deadLettered.inc({ reason });
-      logger.warn({ count: result.rejected.length, reasons: [...new Set(result.rejected.map((r) => r.reason))] }, 'dead-lettered events');
-      // Validation failures are the producer's to fix; a refusal by the store may be ours (a constraint, a type), so each is named.
-      for (const { message, reason, detail } of result.rejected) {
-        if (reason === 'store-rejected') logger.warn({ ...message.source, detail }, 'store refused an event; dead-lettered');
-      }
+      for (const rejection of result.rejected) rejections.set(rejection.message, rejection);
     },
     {
       maxItems: options.batchSize,
       lingerMs: options.batchWaitMs,
       // Two flushes at once: one batch is parsed and validated here while the store writes the other.
       concurrency: 2,
-      // A sick store fails every writer alike; any other failure (a dead-letter send, say) is
-      // redone writer by writer, so it holds back only the partition whose messages caused it.
+      // A sick store fails every writer alike; any other failure is redone writer by writer,
+      // so it holds back only the partition whose messages caused it.
       isolate: (error) => !(error instanceof SickStoreError),
     },
   );
 
   /**
-   * Stores a batch, retrying with backoff while the store is sick. It gives up (and so
-   * breaks its partition's commit chain) only when the consumer is stopping, the partition
-   * was taken away, or a rebalance fenced the batch off; the group then delivers it again.
+   * Runs `step` until it succeeds, with backoff. It gives up (and so breaks its partition's
+   * commit chain) only when the consumer is stopping, the partition was taken away, or a
+   * rebalance fenced the batch off; the group then delivers the batch again.
    */
-  async function storeWithRetry(payload: EachBatchPayload, messages: RawEventMessage[], generation: number): Promise<void> {
+  async function withRetry<T>(what: string, payload: EachBatchPayload, generation: number, step: () => Promise<T>): Promise<T> {
     const { topic, partition } = payload.batch;
     const fenced = () => pipeline.generation() !== generation;
     for (let attempt = 1; ; attempt += 1) {
       if (fenced()) throw new FencedError(partitionName(topic, partition));
       try {
-        await inserts.write(messages);
-        return;
+        return await step();
       } catch (error) {
         if (stopping || !payload.isRunning() || payload.isStale() || fenced()) throw error;
         const delay = Math.min(BACKOFF_MS.max, BACKOFF_MS.initial * 2 ** (attempt - 1));
-        logger.warn({ err: error, attempt, delayMs: delay, topic, partition }, 'store failed; retrying batch');
+        logger.warn({ err: error, attempt, delayMs: delay, topic, partition }, `${what} failed; retrying batch`);
         let timer: NodeJS.Timeout | undefined;
         await Promise.race([new Promise<void>((resolve) => (timer = setTimeout(resolve, delay))), nextRebalance.promise]);
         clearTimeout(timer);
       }
+    }
+  }
+
+  /** Stores a batch while the store is sick; resolves with the messages to dead-letter, in their order. */
+  const storeBatch = (payload: EachBatchPayload, messages: RawEventMessage[], generation: number) =>
+    withRetry('store', payload, generation, async () => {
+      await inserts.write(messages);
+      return messages.flatMap((m) => rejections.get(m) ?? []);
+    });
+
+  /**
+   * Sends a batch's dead letters. It runs in the partition's commit chain, so a partition's
+   * dead letters reach the DLQ in the order their messages came, across batches too.
+   */
+  async function deadLetter(payload: EachBatchPayload, rejected: readonly RejectedMessage[], generation: number): Promise<void> {
+    await withRetry('dead-letter send', payload, generation, () => deadLetters.write(rejected));
+    for (const { reason } of rejected) metrics.deadLettered.inc({ reason });
+    logger.warn({ count: rejected.length, reasons: [...new Set(rejected.map((r) => r.reason))], ...rejected[0]!.message.source }, 'dead-lettered events');
+    // Validation failures are the producer's to fix; a refusal by the store may be ours (a constraint, a type), so each is named.
+    for (const { message, reason, detail } of rejected) {
+      if (reason === 'store-rejected') logger.warn({ ...message.source, detail }, 'store refused an event; dead-lettered');
     }
   }
 
@@ -236,7 +252,11 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
     if (!admitted) return;
     const last = batch.messages.at(-1)!.offset;
     const lag = Number(batch.offsetLag());
-    const link = pipeline.track(partitionName(batch.topic, batch.partition), messages.length, storeWithRetry(payload, messages, generation), async () => {
+    const name = partitionName(batch.topic, batch.partition);
+    const link = pipeline.track(name, messages.length, storeBatch(payload, messages, generation), async (rejected) => {
+      if (rejected.length > 0) await deadLetter(payload, rejected, generation);
+      // The dead letters may have taken a while; a rebalance since makes the offset another's.
+      if (pipeline.generation() !== generation) throw new FencedError(name);
       metrics.consumerLag.set({ topic: batch.topic, partition: String(batch.partition) }, lag);
       await commit(payload, (BigInt(last) + 1n).toString());
     });

@@ -1,5 +1,8 @@
-import { ConfigResourceTypes, type Admin, type Message } from 'kafkajs';
+import kafkajs, { type Admin, type Message } from 'kafkajs';
 import type { Logger } from '../observability/logger.js';
+
+// kafkajs is CommonJS, and Node's ESM loader finds no named export for this enum.
+const { ConfigResourceTypes } = kafkajs;
 
 /**
  * A broker refuses a produce whose record batch for one partition is larger than the

@@ -27,8 +27,8 @@ function scopeParams(query: TailQuery): Record<string, SqlParam> {
 
 /**
  * The window of one poll: rows after the position and below the horizon, oldest
- * ingestion first. LIMIT 1 BY id keeps the first copy of an event delivered twice
- * within the window.
+ * ingestion first. LIMIT 1 BY (occurred_at, id), the event's identity within the
+ * project, keeps the first copy of an event delivered twice within the window.
  */
 export function tailWindowSql(query: TailQuery): { sql: string; params: SqlParams } {
   const params: Record<string, SqlParam> = { ...scopeParams(query), before: query.before, limit: query.limit };
@@ -37,7 +37,7 @@ export function tailWindowSql(query: TailQuery): { sql: string; params: SqlParam
     FROM events
     WHERE ${where.join(' AND ')}
     ORDER BY ingested_at, id
-    LIMIT 1 BY id
+    LIMIT 1 BY occurred_at, id
     LIMIT {limit:UInt32}`;
   return { sql, params };
 }
@@ -55,7 +55,7 @@ export function tailCopiesSql(query: TailQuery, window: readonly Pick<EventRow, 
     occurred: [...new Set(window.map((r) => r.occurred_at))],
     ids: window.map((r) => r.id),
   };
-  const sql = `SELECT DISTINCT id
+  const sql = `SELECT DISTINCT occurred_at, id
     FROM events
     WHERE ${SCOPE}
       AND occurred_at IN {occurred:Array(DateTime64(6, 'UTC'))}
@@ -82,14 +82,15 @@ export function createClickHouseTail(transport: SqlTransport): Pick<EventStore, 
       const rows = await transport.query<TailRow>(window.sql, window.params);
       const last = rows.at(-1);
       const full = rows.length >= query.limit && last !== undefined;
+      const identity = (r: Pick<EventRow, 'id' | 'occurred_at'>) => `${r.occurred_at}/${r.id}`;
       let copied = new Set<string>();
       if (rows.length > 0) {
         const copies = tailCopiesSql(query, rows);
-        copied = new Set((await transport.query<{ id: string }>(copies.sql, copies.params)).map((r) => r.id));
+        copied = new Set((await transport.query<Pick<EventRow, 'id' | 'occurred_at'>>(copies.sql, copies.params)).map(identity));
       }
       return {
         events: rows
-          .filter((row) => !copied.has(row.id))
+          .filter((row) => !copied.has(identity(row)))
           .map((row) => ({ event: fromEventRow(row), position: { ingestedAt: row.ingested_at, id: row.id } })),
         next: full ? { ingestedAt: last.ingested_at, id: last.id } : past(query.after, query.before),
         full,

@@ -1,17 +1,23 @@
 import type { FeedPosition } from './event-store.js';
 
+/** What the feed's rows are keyed by within one project: the rest of the sort key, (occurred_at, id). */
+export type FeedRowKey = { readonly id: string; readonly occurred_at: string };
+
+const sameEvent = (a: FeedRowKey, b: FeedRowKey | undefined) => b !== undefined && a.id === b.id && a.occurred_at === b.occurred_at;
+
 /**
- * Drops every row whose id equals the previous row's id. The feed reads rows in sort-key
- * order (occurred_at DESC, id DESC), and the copies of a redelivered event share that
- * key, so they are always adjacent: one look back is enough, with no set of seen ids.
- * `previousId` is the id of the row just before `rows`, when a page is read in pieces.
+ * Drops every row that is a copy of the previous row: the same id at the same occurred_at.
+ * The feed reads rows in sort-key order (occurred_at DESC, id DESC), and the copies of a
+ * redelivered event share that key, so they are always adjacent: one look back is enough,
+ * with no set of seen ids. One id at two instants is two events, as the store keeps it.
+ * `previous` is the row just before `rows`, when a page is read in pieces.
  */
-export function foldAdjacentCopies<Row extends { readonly id: string }>(rows: readonly Row[], previousId?: string): Row[] {
+export function foldAdjacentCopies<Row extends FeedRowKey>(rows: readonly Row[], previous?: FeedRowKey): Row[] {
   const kept: Row[] = [];
-  let last = previousId;
+  let last = previous;
   for (const row of rows) {
-    if (row.id !== last) kept.push(row);
-    last = row.id;
+    if (!sameEvent(row, last)) kept.push(row);
+    last = row;
   }
   return kept;
 }
@@ -25,7 +31,7 @@ export type RawFeedRead<Row> = (after: FeedPosition | undefined, limit: number) 
  * page is only short when the range is exhausted, and the next read's keyset stays exact
  * (the copies of that last row sit at the same position, which the strict keyset skips).
  */
-export async function readDistinct<Row extends { readonly id: string; readonly occurred_at: string }>(
+export async function readDistinct<Row extends FeedRowKey>(
   read: RawFeedRead<Row>,
   after: FeedPosition | undefined,
   limit: number,
@@ -35,7 +41,7 @@ export async function readDistinct<Row extends { readonly id: string; readonly o
   while (page.length < limit) {
     const want = limit - page.length;
     const raw = await read(position, want);
-    page.push(...foldAdjacentCopies(raw, page.at(-1)?.id));
+    page.push(...foldAdjacentCopies(raw, page.at(-1)));
     const tail = raw.at(-1);
     if (raw.length < want || tail === undefined) break;
     position = { occurredAt: tail.occurred_at, id: tail.id };

@@ -220,6 +220,19 @@ describeOnEachStore('live tail of a project as Server-Sent Events (extension bey
     await sql.command('SYSTEM START MERGES events');
   });
 
+  it('sends one id at two instants as two events, even when one insert carries both', async () => {
+    const tenant = gw.tenant();
+    const stream = await tail(tenant);
+    const first = eventOf(tenant, { occurred_at: '2026-06-01T00:00:00Z' });
+    const sameIdLater = { ...first, occurred_at: '2026-06-01T00:00:01Z', action: 'updated' };
+    await gw.seed([first, sameIdLater]);
+    await stream.until('both events', (s) => s.messages.length >= 2);
+    expect(eventsOf(stream).map((e) => [e.id, e.action])).to.have.deep.members([
+      [first.id, first.action],
+      [first.id, 'updated'],
+    ]);
+  });
+
   it('keeps an idle stream alive with heartbeat comments', async () => {
     const stream = await tail(gw.tenant());
     await stream.until('two heartbeats', (s) => s.comments.filter((c) => c === 'heartbeat').length >= 2);

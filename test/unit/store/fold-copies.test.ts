@@ -28,7 +28,14 @@ describe('folding redelivered copies in the feed', () => {
 
   it('drops a leading copy of the row that ended the previous read', () => {
     const [a, b] = [row(1), row(2)];
-    expect(foldAdjacentCopies([a, b], 'e1')).to.deep.equal([b]);
+    expect(foldAdjacentCopies([a, b], a)).to.deep.equal([b]);
+  });
+
+  it('keeps one id at two instants: two events, as the store keeps them', () => {
+    const a = row(1);
+    const sameIdLater = { ...a, occurred_at: 't200' };
+    expect(foldAdjacentCopies([sameIdLater, a])).to.deep.equal([sameIdLater, a]);
+    expect(foldAdjacentCopies([a], sameIdLater)).to.deep.equal([a]);
   });
 
   it('fills a page with distinct events when copies shortened the first read, starting again after its last raw row', async () => {
