@@ -56,6 +56,8 @@ export async function openKafka(config: Config, kafkaConfig: KafkaConfig, logger
 }
 
 export function kafkaCommandPublisher(kafka: Kafka, config: Config, kafkaConfig: KafkaConfig, metrics: GatewayMetrics, logger: Logger): CommandPublisher {
+  // Reported at zero from the start: rate() cannot see the first error of a series that appears with it, nor can the alert on it.
+  for (const topic of [config.topics.enrollmentCommands, config.topics.edgePolicyCommands]) metrics.produceErrors.inc({ topic }, 0);
   return createKafkaCommandPublisher({
     kafka,
     metrics,
