@@ -1,4 +1,4 @@
-import { execFile } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -28,11 +28,9 @@ async function promtool(args: string[]): Promise<string> {
 }
 
 async function main(): Promise<void> {
-  await run('bash', ['-c', `source ${JSON.stringify(join(repoRoot, 'scripts', 'prometheus-lib.sh'))} && ensure_prometheus`], { maxBuffer: 10 * 1024 * 1024 }).catch(
-    (error: { stderr?: string }) => {
-      throw new Error(`promtool is not available:\n${error.stderr ?? ''}`, { cause: error });
-    },
-  );
+  // Its progress and its reason for failing go straight to the terminal.
+  const ensured = spawnSync('bash', ['-c', `source ${JSON.stringify(join(repoRoot, 'scripts', 'prometheus-lib.sh'))} && ensure_prometheus`], { stdio: ['ignore', 'inherit', 'inherit'] });
+  if (ensured.status !== 0) throw new Error('promtool is not available (see above)');
 
   process.stdout.write(await promtool(['check', 'rules', OPS_FILES.alerts]));
   process.stdout.write(await promtool(['test', 'rules', OPS_FILES.alertTests]));
