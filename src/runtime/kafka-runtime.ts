@@ -68,6 +68,8 @@ export async function openKafka(config: Config, kafkaConfig: KafkaConfig, logger
 
 export function kafkaCommandPublisher(opened: OpenedKafka, config: Config, kafkaConfig: KafkaConfig, metrics: GatewayMetrics, logger: Logger): CommandPublisher {
   const commandTopics = [config.topics.enrollmentCommands, config.topics.edgePolicyCommands];
+  // Reported at zero from the start: rate() cannot see the first error of a series that appears with it, nor can the alert on it.
+  for (const topic of commandTopics) metrics.produceErrors.inc({ topic }, 0);
   return createKafkaCommandPublisher({
     kafka: opened.kafka,
     metrics,

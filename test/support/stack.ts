@@ -142,12 +142,12 @@ function processId(dir: string, name: string): number | undefined {
   }
 }
 
-/** Picks the ports and the directory; nothing runs until start(). */
-export async function createStack(): Promise<Stack> {
+/** Picks the ports and the directory; nothing runs until start(). `extraEnv` reaches every process (RATE_LIMIT_PER_ORG, say). */
+export async function createStack(extraEnv: Readonly<Record<string, string>> = {}): Promise<Stack> {
   // Resolved as stack-start.sh resolves STACK_DIR (pwd -P): the processes' marker holds that path.
   const dir = realpathSync(mkdtempSync(join(tmpdir(), 'core-gateway-stack-')));
   const ports = await pickPorts();
-  const env = stackEnvironment(dir, ports);
+  const env = { ...stackEnvironment(dir, ports), ...extraEnv };
   let starting: Promise<void> | undefined;
   let secret: string | undefined;
   const logText = (node: StackNode) => readFileSync(join(dir, 'logs', `${node}.log`), 'utf8');
