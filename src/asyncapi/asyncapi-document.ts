@@ -1,6 +1,10 @@
-import { REQUEST_ID_MESSAGE_HEADER } from '../commands/command-context.js';
+import { REQUEST_ID_MESSAGE_HEADER, type CommandContext, type CommandEnvironment } from '../commands/command-context.js';
+import type { PublishRequest } from '../commands/command-publisher.js';
+import { buildEnrollment } from '../commands/enroll-device.js';
+import { buildEdgePolicyUpdate } from '../commands/update-edge-policy.js';
 import { CALLER_REQUEST_ID } from '../http/request-context.js';
 import { IDEMPOTENCY_KEY } from '../http/routes/enroll-route.js';
+import { deadLetterMessage } from '../ingest/dead-letter.js';
 import { REJECT_REASONS } from '../ingest/event-ingestor.js';
 import type { JsonObject, JsonValue } from '../json/json-value.js';
 import { CONTRACT_CONTACT, CONTRACT_LICENSE_NAME, CONTRACT_VERSION } from '../schemas/contract-info.js';
@@ -40,6 +44,32 @@ function headers(properties: JsonObject, required: readonly string[], others: Js
   return { type: 'object', required: [...required], properties, additionalProperties: others };
 }
 
+/** Fixed ids and times, so that the examples stay the same from one generation to the next. */
+const EXAMPLE = {
+  org: '0d7f6a52-3c1b-4f0e-9a8d-2b5c4e6f7a81',
+  project: '5b2e9c41-7d3a-4e8f-b1c6-9a0d2f4e6b13',
+  fleet: 'c3a8e5d2-1f4b-4a6c-8e9d-7b0a2c4e6f35',
+  device: '9e4d2c1b-8a7f-4e6d-b5c3-1a2b3c4d5e6f',
+  command: 'f2b7c9a4-6e1d-4c3b-9a8f-5d0e2b4c6a79',
+  event: '1a3c5e7f-9b2d-4f6a-8c0e-2d4f6a8c0e1b',
+  requestId: '7c9e1a3b-5d7f-4b9d-a1c3-e5f7a9b1d3e5',
+} as const;
+const exampleEnvironment: CommandEnvironment = { now: () => new Date('2026-03-02T09:30:00.000Z'), newId: () => EXAMPLE.command };
+const exampleContext: CommandContext = {
+  orgId: EXAMPLE.org,
+  requestedBy: 'operator-7',
+  trace: { traceId: '4bf92f3577b34da6a3ce929d0e0e4736', spanId: '00f067aa0ba902b7' },
+  requestId: EXAMPLE.requestId,
+};
+
+/** A message example made by the code that makes the real messages. */
+const commandExample = (name: string, summary: string, { command }: PublishRequest): JsonObject => ({
+  name,
+  summary,
+  headers: { ...command.headers },
+  payload: command.value as unknown as JsonObject,
+});
+
 function commandMessage(options: {
   name: string;
   schema: SchemaId;
@@ -47,6 +77,7 @@ function commandMessage(options: {
   summary: string;
   key: JsonObject;
   extraHeaders?: JsonObject;
+  example: JsonObject;
 }): JsonObject {
   return {
     name: options.name,
@@ -65,6 +96,7 @@ function commandMessage(options: {
     ),
     payload: componentRef(options.schema),
     bindings: { kafka: { key: options.key, bindingVersion: KAFKA_BINDING } },
+    examples: [options.example],
   };
 }
 
@@ -89,6 +121,26 @@ const messages: JsonObject = {
         bindingVersion: KAFKA_BINDING,
       },
     },
+    examples: [
+      {
+        name: 'telemetry-reading',
+        summary: 'A reading another service publishes, keyed by its device_id',
+        headers: { 'content-type': 'application/json', schema: 'canonical-event.schema.json', 'schema-version': '1' },
+        payload: {
+          id: EXAMPLE.event,
+          org_id: EXAMPLE.org,
+          project_id: EXAMPLE.project,
+          device_id: EXAMPLE.device,
+          fleet_id: EXAMPLE.fleet,
+          domain: 'telemetry',
+          entity: 'reading',
+          action: 'recorded',
+          occurred_at: '2026-03-02T09:29:58.123456+01:00',
+          payload: { temperature: 21.5 },
+          source_service: 'sensor-hub',
+        },
+      },
+    ],
   },
   EnrollmentCommand: commandMessage({
     name: 'EnrollmentCommand',
@@ -104,6 +156,20 @@ const messages: JsonObject = {
         description: 'The request\'s Idempotency-Key, when it had one (also in the value, as idempotency_key).',
       },
     },
+    example: commandExample(
+      'enroll',
+      'POST .../devices/{device_id}/enroll with an Idempotency-Key and a traceparent',
+      buildEnrollment(
+        {
+          context: exampleContext,
+          path: { project_id: EXAMPLE.project, fleet_id: EXAMPLE.fleet, device_id: EXAMPLE.device },
+          body: { display_name: 'Pump 7', enrollment_type: 'factory' },
+          idempotencyKey: 'enroll-pump-7',
+        },
+        'core.device-enrollment.commands',
+        exampleEnvironment,
+      ).publish,
+    ),
   }),
   EdgePolicyCommand: commandMessage({
     name: 'EdgePolicyCommand',
@@ -111,6 +177,15 @@ const messages: JsonObject = {
     title: 'Edge-policy command',
     summary: 'A fleet edge-policy update the gateway accepted (PATCH .../edge/policy answered 200); apply patch as a JSON Merge Patch (RFC 7386).',
     key: { ...UUID, description: 'fleet_id: one fleet\'s commands share a partition, in the order the gateway accepted them.' },
+    example: commandExample(
+      'sync-every-30s',
+      'PATCH .../edge/policy that sets sync.every_s and removes drop',
+      buildEdgePolicyUpdate(
+        { context: exampleContext, path: { project_id: EXAMPLE.project, fleet_id: EXAMPLE.fleet }, patch: { sync: { every_s: 30 }, drop: null } },
+        'core.edge-policy.commands',
+        exampleEnvironment,
+      ).publish,
+    ),
   }),
   DeadLetter: {
     name: 'DeadLetter',
@@ -133,11 +208,28 @@ const messages: JsonObject = {
       { type: 'string' },
     ),
     payload: { description: 'The value as it was read: any bytes, or none; most often JSON that broke the rules of its topic.' },
+    examples: [deadLetterExample()],
     bindings: {
       kafka: { key: { type: ['string', 'null'], description: 'The key as it was read, or none.' }, bindingVersion: KAFKA_BINDING },
     },
   },
 };
+
+/** An event without its id, as the consumer dead-letters it (src/ingest/dead-letter.ts). */
+function deadLetterExample(): JsonObject {
+  const value = JSON.stringify({ org_id: EXAMPLE.org, project_id: EXAMPLE.project, domain: 'telemetry', entity: 'reading', action: 'recorded', occurred_at: '2026-03-02T09:29:58Z' });
+  const letter = deadLetterMessage({
+    message: { key: EXAMPLE.project, value, headers: { 'content-type': 'application/json' }, source: { topic: 'platform.events', partition: 3, offset: '18842' } },
+    reason: 'schema-violation',
+    detail: 'id is required',
+  });
+  return {
+    name: 'event-without-id',
+    summary: 'An event published without its id',
+    headers: Object.fromEntries(Object.entries(letter.headers ?? {}).map(([name, header]) => [name, String(header)])),
+    payload: String(letter.value),
+  };
+}
 
 const channelMessage = (channel: string, message: string): JsonObject => ({ $ref: `#/channels/${channel}/messages/${message}` });
 

@@ -28,7 +28,9 @@ const context = (over: Partial<CommandContext> = {}): CommandContext => ({
 const asRead = ({ command }: PublishRequest): KafkaRecord => ({ key: command.key, value: JSON.stringify(command.value), headers: command.headers });
 
 describe('AsyncAPI document', () => {
-  it('is an AsyncAPI 3.0 document in which @asyncapi/parser finds no error and no warning', async () => {
+  it('is an AsyncAPI 3.0 document in which @asyncapi/parser finds no error and no warning', async function () {
+    // The parser loads and runs a whole rule engine: seconds on a loaded machine.
+    this.timeout(60_000);
     const { document: parsed, diagnostics } = await new Parser().parse(JSON.stringify(asyncApiDocument()));
     // 0 is an error and 1 a warning; the parser's rules also give hints, such as that a newer AsyncAPI version exists.
     expect(diagnostics.filter((d) => d.severity <= 1).map((d) => `${d.code}: ${d.message} at ${d.path.join('.')}`)).to.deep.equal([]);
@@ -93,6 +95,27 @@ describe('AsyncAPI document', () => {
     expect(check.problems('EnrollmentCommand', { ...first!, headers: { ...first!.headers, extra: 'x' } })).to.have.length(1);
     expect(check.problems('EnrollmentCommand', { ...first!, key: 'not-a-uuid' })).to.have.length(1);
     expect(check.problems('EdgePolicyCommand', first!)).to.not.deep.equal([]);
+  });
+
+  it('gives every message an example that validates against it, keyed as the document says', () => {
+    const doc = document();
+    const check = messageCheck(doc);
+    const keyOf: Record<string, (payload: Record<string, string>) => string | null> = {
+      CanonicalEvent: (p) => p['device_id'] ?? p['project_id']!,
+      EnrollmentCommand: (p) => p['device_id']!,
+      EdgePolicyCommand: (p) => p['fleet_id']!,
+      DeadLetter: () => null,
+    };
+    expect(Object.keys(doc.components.messages)).to.have.members(Object.keys(keyOf));
+    for (const [name, message] of Object.entries(doc.components.messages)) {
+      const examples = (message as { examples?: { headers: Record<string, string>; payload: unknown }[] }).examples ?? [];
+      expect(examples, name).to.have.length.greaterThan(0);
+      for (const { headers, payload } of examples) {
+        const json = typeof payload !== 'string';
+        const record: KafkaRecord = { key: keyOf[name]!(json ? (payload as Record<string, string>) : {}), value: json ? JSON.stringify(payload) : payload, headers };
+        expect(check.problems(name, record), name).to.deep.equal([]);
+      }
+    }
   });
 
   it('describes the dead letters the consumer builds, for every reason', () => {
