@@ -66,108 +66,13 @@ const traceparent: JsonObject = {
 
 const TAGS = { events: 'events', devices: 'devices', edgePolicy: 'edge-policy' } as const;
 
-/** The paths of the API, each operation tagged with what it acts on. */
-function operations(): JsonObject {
-  return {
-    '/projects/{project_id}/events': {
-      get: {
-        operationId: 'listCanonicalEvents',
-        tags: [TAGS.events],
-        summary: 'A keyset-paginated page of a project\'s canonical events, newest first.',
-        description:
-          'Needs the events:read permission. limit is clamped to 1..200 (default 50), never rejected for its size. since and until (extensions beyond v1) bound occurred_at to [since, until); a cursor is valid only with the bounds and filters it was issued for.',
-        parameters: [
-          ...parameters('project-path.schema.json', 'path'),
-          ...parameters('events-query.schema.json', 'query'),
-          { name: 'If-None-Match', in: 'header', required: false, description: 'The ETag of a page read before: 304 while it is unchanged.', schema: { type: 'string' } },
-        ],
-        responses: {
-          '200': {
-            description: 'A page of events.',
-            headers: { ETag: { description: 'Weak validator of this page, for If-None-Match.', schema: { type: 'string' } } },
-            ...json(ref('canonical-event-page.schema.json')),
-          },
-          '304': { description: 'Not modified: the page still has the ETag given in If-None-Match.' },
-          ...errors(400, 401, 403, 500, 503),
-          ...rateLimited(),
-        },
-      },
-    },
-    '/projects/{project_id}/events/stream': {
-      get: {
-        operationId: 'streamCanonicalEvents',
-        tags: [TAGS.events],
-        summary: 'A live tail of a project\'s canonical events as Server-Sent Events (extension beyond v1), in ingestion order.',
-        description:
-          'Needs the events:read permission and takes the feed\'s filters; cursor, limit, since and until are refused. Events come in the order they were ingested, so late telemetry still arrives, each as `id: <position>` and one `data:` line of CanonicalEvent JSON; `: heartbeat` comments keep an idle stream open. Without Last-Event-ID the stream starts with new events; with it, it sends exactly the events after that one. See docs/decisions/live-tail.md.',
-        parameters: [
-          ...parameters('project-path.schema.json', 'path'),
-          ...parameters('events-stream-query.schema.json', 'query'),
-          {
-            name: 'Last-Event-ID',
-            in: 'header',
-            required: false,
-            description: 'The id of the last event received: the stream resumes right after it, with no gap and no repeat.',
-            // The same rule src/feed/tail-position.ts enforces before decoding.
-            schema: { type: 'string', pattern: '^[A-Za-z0-9_-]{34}$' },
-          },
-        ],
-        responses: {
-          '200': {
-            description: 'The stream: `retry: 2000` first, then one message per event (`id:` and `data:`, no `event:` field) and heartbeat comments, until the client or the gateway closes it.',
-            content: { 'text/event-stream': { schema: { type: 'string' } } },
-          },
-          ...errors(400, 401, 403),
-          '429': {
-            description: 'The organization has as many live tails open on this gateway as it may (STREAM_MAX_PER_ORG); retry after Retry-After.',
-            headers: { 'Retry-After': { description: 'Seconds to wait before opening again.', schema: { type: 'integer' } } },
-            ...json(ref('error-envelope.schema.json')),
-          },
-          ...errors(500, 503),
-        },
-      },
-    },
-    '/projects/{project_id}/fleets/{fleet_id}/devices/{device_id}/enroll': {
-      post: {
-        operationId: 'enrollDevice',
-        tags: [TAGS.devices],
-        summary: 'Enroll a device into its fleet\'s integration namespace.',
-        description: 'Needs the devices:enroll permission. Answers once Kafka acknowledged the command.',
-        parameters: [...parameters('device-path.schema.json', 'path'), idempotencyKey, traceparent],
-        requestBody: { required: false, ...json(ref('enrollment-request.schema.json')) },
-        responses: {
-          '202': { description: 'Enrollment queued.', ...json(envelope(ref('enrollment-accepted.schema.json'))) },
-          ...errors(400, 401, 403, 413, 415, 422, 500, 503),
-          ...rateLimited(),
-        },
-      },
-    },
-    '/projects/{project_id}/fleets/{fleet_id}/edge/policy': {
-      patch: {
-        operationId: 'updateEdgePolicy',
-        tags: [TAGS.edgePolicy],
-        summary: 'Update the edge policy of a fleet with a JSON Merge Patch (RFC 7386).',
-        description: 'Needs the edge-policy:write permission. Answers once Kafka acknowledged the command.',
-        parameters: [...parameters('fleet-path.schema.json', 'path'), traceparent],
-        requestBody: { required: true, ...json(ref('edge-policy-patch.schema.json')) },
-        responses: {
-          '200': { description: 'Update accepted.', ...json(envelope(ref('edge-policy-accepted.schema.json'))) },
-          ...errors(400, 401, 403, 413, 415, 500, 503),
-          ...rateLimited(),
-        },
-      },
-    },
-  };
-}
-
 /**
  * The OpenAPI 3.1 document of the Core API, built from schemas/ alone: the same files
  * drive request validation, the TypeScript types and this. docs/openapi.json is its
  * checked-in copy (npm run openapi:generate), and npm test fails when that drifts.
  */
 export function openApiDocument(): JsonObject {
-  const paths = operations();
-  return {
+  const document = {
     openapi: '3.1.0',
     info: {
       title: 'Core HTTP API',
@@ -184,10 +89,102 @@ export function openApiDocument(): JsonObject {
       { name: TAGS.devices, description: 'Device enrollment, published as a command to core.device-enrollment.commands.' },
       { name: TAGS.edgePolicy, description: 'Fleet edge policy, published as a command to core.edge-policy.commands.' },
     ],
-    paths,
+    paths: {
+      '/projects/{project_id}/events': {
+        get: {
+          operationId: 'listCanonicalEvents',
+          tags: [TAGS.events],
+          summary: 'A keyset-paginated page of a project\'s canonical events, newest first.',
+          description:
+            'Needs the events:read permission. limit is clamped to 1..200 (default 50), never rejected for its size. since and until (extensions beyond v1) bound occurred_at to [since, until); a cursor is valid only with the bounds and filters it was issued for.',
+          parameters: [
+            ...parameters('project-path.schema.json', 'path'),
+            ...parameters('events-query.schema.json', 'query'),
+            { name: 'If-None-Match', in: 'header', required: false, description: 'The ETag of a page read before: 304 while it is unchanged.', schema: { type: 'string' } },
+          ],
+          responses: {
+            '200': {
+              description: 'A page of events.',
+              headers: { ETag: { description: 'Weak validator of this page, for If-None-Match.', schema: { type: 'string' } } },
+              ...json(ref('canonical-event-page.schema.json')),
+            },
+            '304': { description: 'Not modified: the page still has the ETag given in If-None-Match.' },
+            ...errors(400, 401, 403, 500, 503),
+            ...rateLimited(),
+          },
+        },
+      },
+      '/projects/{project_id}/events/stream': {
+        get: {
+          operationId: 'streamCanonicalEvents',
+          tags: [TAGS.events],
+          summary: 'A live tail of a project\'s canonical events as Server-Sent Events (extension beyond v1), in ingestion order.',
+          description:
+            'Needs the events:read permission and takes the feed\'s filters; cursor, limit, since and until are refused. Events come in the order they were ingested, so late telemetry still arrives, each as `id: <position>` and one `data:` line of CanonicalEvent JSON; `: heartbeat` comments keep an idle stream open. Without Last-Event-ID the stream starts with new events; with it, it sends exactly the events after that one. See docs/decisions/live-tail.md.',
+          parameters: [
+            ...parameters('project-path.schema.json', 'path'),
+            ...parameters('events-stream-query.schema.json', 'query'),
+            {
+              name: 'Last-Event-ID',
+              in: 'header',
+              required: false,
+              description: 'The id of the last event received: the stream resumes right after it, with no gap and no repeat.',
+              // The same rule src/feed/tail-position.ts enforces before decoding.
+              schema: { type: 'string', pattern: '^[A-Za-z0-9_-]{34}$' },
+            },
+          ],
+          responses: {
+            '200': {
+              description: 'The stream: `retry: 2000` first, then one message per event (`id:` and `data:`, no `event:` field) and heartbeat comments, until the client or the gateway closes it.',
+              content: { 'text/event-stream': { schema: { type: 'string' } } },
+            },
+            ...errors(400, 401, 403),
+            '429': {
+              description: 'The organization has as many live tails open on this gateway as it may (STREAM_MAX_PER_ORG); retry after Retry-After.',
+              headers: { 'Retry-After': { description: 'Seconds to wait before opening again.', schema: { type: 'integer' } } },
+              ...json(ref('error-envelope.schema.json')),
+            },
+            ...errors(500, 503),
+          },
+        },
+      },
+      '/projects/{project_id}/fleets/{fleet_id}/devices/{device_id}/enroll': {
+        post: {
+          operationId: 'enrollDevice',
+          tags: [TAGS.devices],
+          summary: 'Enroll a device into its fleet\'s integration namespace.',
+          description: 'Needs the devices:enroll permission. Answers once Kafka acknowledged the command.',
+          parameters: [...parameters('device-path.schema.json', 'path'), idempotencyKey, traceparent],
+          requestBody: { required: false, ...json(ref('enrollment-request.schema.json')) },
+          responses: {
+            '202': { description: 'Enrollment queued.', ...json(envelope(ref('enrollment-accepted.schema.json'))) },
+            ...errors(400, 401, 403, 413, 415, 422, 500, 503),
+            ...rateLimited(),
+          },
+        },
+      },
+      '/projects/{project_id}/fleets/{fleet_id}/edge/policy': {
+        patch: {
+          operationId: 'updateEdgePolicy',
+          tags: [TAGS.edgePolicy],
+          summary: 'Update the edge policy of a fleet with a JSON Merge Patch (RFC 7386).',
+          description: 'Needs the edge-policy:write permission. Answers once Kafka acknowledged the command.',
+          parameters: [...parameters('fleet-path.schema.json', 'path'), traceparent],
+          requestBody: { required: true, ...json(ref('edge-policy-patch.schema.json')) },
+          responses: {
+            '200': { description: 'Update accepted.', ...json(envelope(ref('edge-policy-accepted.schema.json'))) },
+            ...errors(400, 401, 403, 413, 415, 500, 503),
+            ...rateLimited(),
+          },
+        },
+      },
+    },
+  };
+  return {
+    ...document,
     components: {
       // Only what the operations use: the Kafka messages are the AsyncAPI document's.
-      schemas: referencedComponents(paths),
+      schemas: referencedComponents(document.paths),
       securitySchemes: {
         bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
         orgId: { type: 'apiKey', in: 'header', name: 'ORG-ID', description: 'The organization (uuid) the request acts for.' },
