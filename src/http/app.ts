@@ -18,6 +18,7 @@ import { registerEventsRoute } from './routes/events-route.js';
 import { registerEventsStreamRoute } from './routes/events-stream-route.js';
 import { registerOpsRoutes } from './routes/ops-routes.js';
 import { registerOpenApiRoute } from './routes/openapi-route.js';
+import { registerAsyncApiRoute } from './routes/asyncapi-route.js';
 import type { OrgRateLimiter } from './org-rate-limiter.js';
 import { rateLimit } from './rate-limit.js';
 import type { GatewayState } from './state.js';
@@ -57,6 +58,7 @@ export function createApp(deps: AppDependencies): Koa<GatewayState> {
   const api = new Router<GatewayState>({ prefix: API_PREFIX });
   if (deps.api !== undefined) {
     registerOpenApiRoute(api);
+    registerAsyncApiRoute(api);
     // The three v1 operations spend the organization's tokens (RATE_LIMIT_PER_ORG).
     const limited = { ...deps.api, rateLimit: rateLimit(deps.api.rateLimiter, deps.metrics) };
     registerEventsRoute(api, limited);

@@ -10,7 +10,7 @@ export const REQUEST_ID_HEADER = 'X-Request-Id';
 
 // Ids from a proxy or a client are kept when they are short and printable, so that one id
 // runs through their logs and ours; anything else could forge or flood log lines.
-const CALLER_REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
+export const CALLER_REQUEST_ID = /^[A-Za-z0-9._:@/+=-]{1,128}$/;
 
 export function requestIdFrom(header: string | string[] | undefined): string {
   return typeof header === 'string' && CALLER_REQUEST_ID.test(header) ? header : randomUUID();

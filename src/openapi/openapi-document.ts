@@ -1,27 +1,7 @@
+import type { JsonObject, JsonValue } from '../json/json-value.js';
+import { CONTRACT_CONTACT, CONTRACT_VERSION, OPENAPI_LICENSE } from '../schemas/contract-info.js';
+import { componentRef as ref, referencedComponents, schemaComponent as component } from '../schemas/schema-components.js';
 import { schemasById, type SchemaId } from '../schemas/schema-files.js';
-
-type JsonValue = string | number | boolean | null | JsonValue[] | { [key: string]: JsonValue };
-type JsonObject = { [key: string]: JsonValue };
-
-const REF_PREFIX = '#/components/schemas/';
-
-function titleOf(id: SchemaId): string {
-  return (schemasById[id] as { title: string }).title;
-}
-
-/** A schema file as an OpenAPI component: no $schema or $id, and file references turned into component references. */
-function component(value: JsonValue): JsonValue {
-  if (Array.isArray(value)) return value.map(component);
-  if (value === null || typeof value !== 'object') return value;
-  const out: JsonObject = {};
-  for (const [key, inner] of Object.entries(value)) {
-    if (key === '$schema' || key === '$id') continue;
-    out[key] = key === '$ref' && typeof inner === 'string' ? `${REF_PREFIX}${titleOf(inner as SchemaId)}` : component(inner);
-  }
-  return out;
-}
-
-const ref = (id: SchemaId): JsonObject => ({ $ref: `${REF_PREFIX}${titleOf(id)}` });
 
 /** Path or query parameters from the same schema the route validates them with. */
 function parameters(id: SchemaId, where: 'path' | 'query'): JsonValue[] {
@@ -84,27 +64,36 @@ const traceparent: JsonObject = {
   schema: { type: 'string' },
 };
 
+const TAGS = { events: 'events', devices: 'devices', edgePolicy: 'edge-policy' } as const;
+
 /**
  * The OpenAPI 3.1 document of the Core API, built from schemas/ alone: the same files
  * drive request validation, the TypeScript types and this. docs/openapi.json is its
  * checked-in copy (npm run openapi:generate), and npm test fails when that drifts.
  */
 export function openApiDocument(): JsonObject {
-  const components: JsonObject = {};
-  for (const id of Object.keys(schemasById).sort() as SchemaId[]) components[titleOf(id)] = component(schemasById[id] as JsonValue);
-  return {
+  const document = {
     openapi: '3.1.0',
     info: {
       title: 'Core HTTP API',
-      version: '0.1.0',
-      description: 'Event feed, device enrollment and fleet edge policy of the device-management platform.',
+      version: CONTRACT_VERSION,
+      description:
+        'Event feed, device enrollment and fleet edge policy of the device-management platform. The Kafka topics the commands go to, and the events come from, are described by the AsyncAPI document at /core/api/v1/asyncapi.json.',
+      contact: CONTRACT_CONTACT,
+      license: OPENAPI_LICENSE,
     },
     servers: [{ url: '/core/api/v1' }],
     security: [{ bearer: [], orgId: [] }],
+    tags: [
+      { name: TAGS.events, description: 'The project\'s canonical events: the paged feed and its live tail.' },
+      { name: TAGS.devices, description: 'Device enrollment, published as a command to core.device-enrollment.commands.' },
+      { name: TAGS.edgePolicy, description: 'Fleet edge policy, published as a command to core.edge-policy.commands.' },
+    ],
     paths: {
       '/projects/{project_id}/events': {
         get: {
           operationId: 'listCanonicalEvents',
+          tags: [TAGS.events],
           summary: 'A keyset-paginated page of a project\'s canonical events, newest first.',
           description:
             'Needs the events:read permission. limit is clamped to 1..200 (default 50), never rejected for its size. since and until (extensions beyond v1) bound occurred_at to [since, until); a cursor is valid only with the bounds and filters it was issued for.',
@@ -128,6 +117,7 @@ export function openApiDocument(): JsonObject {
       '/projects/{project_id}/events/stream': {
         get: {
           operationId: 'streamCanonicalEvents',
+          tags: [TAGS.events],
           summary: 'A live tail of a project\'s canonical events as Server-Sent Events (extension beyond v1), in ingestion order.',
           description:
             'Needs the events:read permission and takes the feed\'s filters; cursor, limit, since and until are refused. Events come in the order they were ingested, so late telemetry still arrives, each as `id: <position>` and one `data:` line of CanonicalEvent JSON; `: heartbeat` comments keep an idle stream open. Without Last-Event-ID the stream starts with new events; with it, it sends exactly the events after that one. See docs/decisions/live-tail.md.',
@@ -161,6 +151,7 @@ export function openApiDocument(): JsonObject {
       '/projects/{project_id}/fleets/{fleet_id}/devices/{device_id}/enroll': {
         post: {
           operationId: 'enrollDevice',
+          tags: [TAGS.devices],
           summary: 'Enroll a device into its fleet\'s integration namespace.',
           description: 'Needs the devices:enroll permission. Answers once Kafka acknowledged the command.',
           parameters: [...parameters('device-path.schema.json', 'path'), idempotencyKey, traceparent],
@@ -175,6 +166,7 @@ export function openApiDocument(): JsonObject {
       '/projects/{project_id}/fleets/{fleet_id}/edge/policy': {
         patch: {
           operationId: 'updateEdgePolicy',
+          tags: [TAGS.edgePolicy],
           summary: 'Update the edge policy of a fleet with a JSON Merge Patch (RFC 7386).',
           description: 'Needs the edge-policy:write permission. Answers once Kafka acknowledged the command.',
           parameters: [...parameters('fleet-path.schema.json', 'path'), traceparent],
@@ -187,8 +179,12 @@ export function openApiDocument(): JsonObject {
         },
       },
     },
+  };
+  return {
+    ...document,
     components: {
-      schemas: components,
+      // Only what the operations use: the Kafka messages are the AsyncAPI document's.
+      schemas: referencedComponents(document.paths),
       securitySchemes: {
         bearer: { type: 'http', scheme: 'bearer', bearerFormat: 'JWT' },
         orgId: { type: 'apiKey', in: 'header', name: 'ORG-ID', description: 'The organization (uuid) the request acts for.' },

@@ -10,7 +10,7 @@ import { commandContextOf } from '../request-context.js';
 import type { GatewayState } from '../state.js';
 
 // Printable ASCII, as the IETF Idempotency-Key draft suggests; long enough for a UUID or a hash.
-const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
+export const IDEMPOTENCY_KEY = /^[\x21-\x7e]{1,255}$/;
 
 function idempotencyKey(header: string | string[] | undefined): string | undefined {
   if (header === undefined) return undefined;

@@ -12,9 +12,30 @@ describe('OpenAPI document', () => {
     expect(validated).to.have.property('openapi', '3.1.0');
   });
 
-  it('carries every schema of schemas/ as a component, under its title', () => {
-    const names = Object.keys(document().components!.schemas!).sort();
-    expect(names).to.deep.equal(Object.values(schemasById).map((s) => s.title).sort());
+  it('carries, under their titles, exactly the schemas of schemas/ that its operations reference, and no Kafka message', () => {
+    const doc = document();
+    const names = Object.keys(doc.components!.schemas!);
+    const referenced = new Set([...JSON.stringify(doc).matchAll(/"#\/components\/schemas\/(\w+)"/g)].map((m) => m[1]));
+    expect([...referenced].sort()).to.deep.equal([...names].sort());
+    for (const name of names) expect(doc.components!.schemas![name], name).to.deep.include({ title: name });
+    const titles = new Set(Object.values(schemasById).map((s) => s.title));
+    expect(names.filter((name) => !titles.has(name))).to.deep.equal([]);
+    expect(names).to.include.members(['CanonicalEventPageResponse', 'CanonicalEvent', 'EnrollmentRequest', 'EdgePolicyPatch', 'ErrorEnvelope']);
+    expect(names).to.not.include.members(['EnrollmentCommand']);
+    expect(names).to.not.include.members(['EdgePolicyCommand']);
+  });
+
+  it('tags every operation with a tag it declares, and names its contact and licence', () => {
+    const doc = document();
+    const declared = doc.tags!.map((t) => t.name);
+    for (const [path, item] of Object.entries(doc.paths!)) {
+      for (const operation of [item!.get, item!.post, item!.patch].filter((o) => o !== undefined)) {
+        expect(operation.tags, path).to.have.length.greaterThan(0);
+        expect(declared, path).to.include.members(operation.tags!);
+      }
+    }
+    expect(doc.info.contact).to.have.property('name');
+    expect(doc.info.license).to.have.property('name');
   });
 
   it('declares every path parameter, both credentials, and the error envelope for every error status', () => {

@@ -1,0 +1,150 @@
+import { Parser } from '@asyncapi/parser';
+import { expect } from 'chai';
+import { asyncApiDocument } from '../../../src/asyncapi/asyncapi-document.js';
+import type { CommandContext, CommandEnvironment } from '../../../src/commands/command-context.js';
+import { buildEnrollment } from '../../../src/commands/enroll-device.js';
+import { buildEdgePolicyUpdate } from '../../../src/commands/update-edge-policy.js';
+import { loadConfig } from '../../../src/config/config.js';
+import { deadLetterMessage, deadLetterReference } from '../../../src/ingest/dead-letter.js';
+import { REJECT_REASONS } from '../../../src/ingest/event-ingestor.js';
+import { schemaComponent } from '../../../src/schemas/schema-components.js';
+import { schemasById } from '../../../src/schemas/schema-files.js';
+import type { PublishRequest } from '../../../src/commands/command-publisher.js';
+import { messageCheck, type AsyncApiContract, type KafkaRecord } from '../../support/asyncapi-messages.js';
+import { uuid } from '../../support/factories.js';
+
+const document = () => asyncApiDocument() as unknown as AsyncApiContract & { components: { schemas: Record<string, unknown> } };
+
+const env: CommandEnvironment = { now: () => new Date('2026-05-04T10:11:12.345Z'), newId: uuid };
+const context = (over: Partial<CommandContext> = {}): CommandContext => ({
+  orgId: uuid(),
+  requestedBy: 'operator-1',
+  trace: { traceId: '0af7651916cd43dd8448eb211c80319c', spanId: 'b7ad6b7169203331' },
+  requestId: uuid(),
+  ...over,
+});
+
+/** A command as a reader of its topic gets it. */
+const asRead = ({ command }: PublishRequest): KafkaRecord => ({ key: command.key, value: JSON.stringify(command.value), headers: command.headers });
+
+describe('AsyncAPI document', () => {
+  it('is an AsyncAPI 3.0 document in which @asyncapi/parser finds no error and no warning', async function () {
+    // The parser loads and runs a whole rule engine: seconds on a loaded machine.
+    this.timeout(60_000);
+    const { document: parsed, diagnostics } = await new Parser().parse(JSON.stringify(asyncApiDocument()));
+    // 0 is an error and 1 a warning; the parser's rules also give hints, such as that a newer AsyncAPI version exists.
+    expect(diagnostics.filter((d) => d.severity <= 1).map((d) => `${d.code}: ${d.message} at ${d.path.join('.')}`)).to.deep.equal([]);
+    expect(parsed, 'the parser returned no document').to.not.equal(undefined);
+    expect(parsed!.version()).to.equal('3.0.0');
+
+    const operations = parsed!.operations().all().map((o) => [o.id(), o.action(), o.channels().all().map((c) => c.address())]);
+    expect(operations).to.have.deep.members([
+      ['publishEnrollmentCommand', 'send', ['core.device-enrollment.commands']],
+      ['publishEdgePolicyCommand', 'send', ['core.edge-policy.commands']],
+      ['ingestEvents', 'receive', ['platform.events']],
+      ['ingestEnrollmentCommands', 'receive', ['core.device-enrollment.commands']],
+      ['ingestEdgePolicyCommands', 'receive', ['core.edge-policy.commands']],
+      ['deadLetter', 'send', ['platform.events.dlq']],
+    ]);
+    const enrollment = parsed!.channels().all().find((c) => c.address() === 'core.device-enrollment.commands')!.messages().all()[0]!;
+    expect(enrollment.payload()!.title()).to.equal('EnrollmentCommand');
+    expect(enrollment.headers()!.required()).to.include('request-id');
+  });
+
+  it('has one channel for each topic the product reads or writes, at its default name', () => {
+    const { topics } = loadConfig({});
+    const addresses = Object.values(document().channels).map((c) => c.address);
+    expect(addresses).to.have.members([...topics.events, topics.enrollmentCommands, topics.edgePolicyCommands, topics.deadLetter]);
+  });
+
+  it('gives the message values the schemas of schemas/ themselves, and carries no other schema', () => {
+    const doc = document();
+    const check = messageCheck(doc);
+    const valueOf = (address: string) => {
+      const [name] = check.messagesOf(address);
+      return (doc.components.messages[name!]!.payload as { $ref: string }).$ref;
+    };
+    expect(valueOf('platform.events')).to.equal('#/components/schemas/CanonicalEvent');
+    expect(valueOf('core.device-enrollment.commands')).to.equal('#/components/schemas/EnrollmentCommand');
+    expect(valueOf('core.edge-policy.commands')).to.equal('#/components/schemas/EdgePolicyCommand');
+    const carried = ['canonical-event', 'edge-policy-command', 'edge-policy-patch', 'edge-policy-value', 'enrollment-command', 'enrollment-request'] as const;
+    expect(doc.components.schemas).to.deep.equal(
+      Object.fromEntries(carried.map((name) => schemasById[`${name}.schema.json`]).map((schema) => [schema.title, schemaComponent(schema)])),
+    );
+  });
+
+  it('describes the keys and headers of the commands the gateway builds, with and without their optional headers', () => {
+    const check = messageCheck(document());
+    const path = { project_id: uuid(), fleet_id: uuid(), device_id: uuid() };
+    const enrollments = [
+      buildEnrollment({ context: context(), path, body: { display_name: 'Pump 7' }, idempotencyKey: 'key-1' }, 'core.device-enrollment.commands', env),
+      buildEnrollment({ context: context({ trace: undefined }), path, body: {}, idempotencyKey: undefined }, 'core.device-enrollment.commands', env),
+    ].map((built) => asRead(built.publish));
+    expect(enrollments[0]!.headers).to.include.keys('traceparent', 'idempotency-key', 'request-id');
+    for (const record of enrollments) expect(check.problems('EnrollmentCommand', record)).to.deep.equal([]);
+
+    const { project_id, fleet_id } = path;
+    const edge = asRead(buildEdgePolicyUpdate({ context: context(), path: { project_id, fleet_id }, patch: { sync: { every_s: 30 } } }, 'core.edge-policy.commands', env).publish);
+    expect(edge.key).to.equal(fleet_id);
+    expect(check.problems('EdgePolicyCommand', edge)).to.deep.equal([]);
+
+    // The check is real: what the document does not allow is found.
+    const [first] = enrollments;
+    const { 'request-id': _dropped, ...withoutRequestId } = first!.headers;
+    expect(check.problems('EnrollmentCommand', { ...first!, headers: withoutRequestId })).to.have.length(1);
+    expect(check.problems('EnrollmentCommand', { ...first!, headers: { ...first!.headers, extra: 'x' } })).to.have.length(1);
+    expect(check.problems('EnrollmentCommand', { ...first!, key: 'not-a-uuid' })).to.have.length(1);
+    expect(check.problems('EdgePolicyCommand', first!)).to.not.deep.equal([]);
+  });
+
+  it('gives every message an example that validates against it, keyed as the document says', () => {
+    const doc = document();
+    const check = messageCheck(doc);
+    const keyOf: Record<string, (payload: Record<string, string>) => string | null> = {
+      CanonicalEvent: (p) => p['device_id'] ?? p['project_id']!,
+      EnrollmentCommand: (p) => p['device_id']!,
+      EdgePolicyCommand: (p) => p['fleet_id']!,
+      DeadLetter: () => null,
+    };
+    expect(Object.keys(doc.components.messages)).to.have.members(Object.keys(keyOf));
+    for (const [name, message] of Object.entries(doc.components.messages)) {
+      const examples = (message as { examples?: { headers: Record<string, string>; payload: unknown }[] }).examples ?? [];
+      expect(examples, name).to.have.length.greaterThan(0);
+      for (const { headers, payload } of examples) {
+        const json = typeof payload !== 'string';
+        const record: KafkaRecord = { key: keyOf[name]!(json ? (payload as Record<string, string>) : {}), value: json ? JSON.stringify(payload) : payload, headers };
+        expect(check.problems(name, record), name).to.deep.equal([]);
+      }
+    }
+  });
+
+  it('describes the dead letters the consumer builds, for every reason', () => {
+    const check = messageCheck(document());
+    for (const reason of REJECT_REASONS) {
+      const letter = deadLetterMessage({
+        message: { key: null, value: Buffer.from('{not json'), headers: { origin: 'sensor-hub' }, source: { topic: 'platform.events', partition: 2, offset: '41' } },
+        reason,
+        detail: 'é'.repeat(3000),
+      });
+      const record: KafkaRecord = {
+        key: null,
+        value: String(letter.value),
+        headers: Object.fromEntries(Object.entries(letter.headers!).map(([name, value]) => [name, String(value)])),
+      };
+      expect(check.problems('DeadLetter', record), reason).to.deep.equal([]);
+    }
+    const reference = deadLetterReference({
+      message: { key: 'k'.repeat(5000), value: 'v'.repeat(2_000_000), headers: { origin: 'sensor-hub' }, source: { topic: 'platform.events', partition: 2, offset: '41' } },
+      reason: 'invalid-json',
+      detail: 'message value is not valid JSON',
+    });
+    const referenceRecord: KafkaRecord = {
+      key: String(reference.key),
+      value: String(reference.value),
+      headers: Object.fromEntries(Object.entries(reference.headers!).map(([name, value]) => [name, String(value)])),
+    };
+    expect(check.problems('DeadLetter', referenceRecord), 'a reference').to.deep.equal([]);
+    const forged: KafkaRecord = { key: 'k', value: 'v', headers: { 'dlq-reason': 'forged', 'dlq-detail': 'd', 'dlq-source-topic': 't', 'dlq-source-partition': '0', 'dlq-source-offset': '0' } };
+    expect(check.problems('DeadLetter', forged)).to.have.length(1);
+  });
+});
