@@ -25,7 +25,7 @@ import type { EventStore } from '../store/event-store.js';
 import type { SqlTransport } from '../store/sql-transport.js';
 import { createVerifier } from './auth-runtime.js';
 import { startHttpServer, type HttpServer } from './http-server.js';
-import { kafkaCommandPublisher, openKafka, startIngestConsumer } from './kafka-runtime.js';
+import { kafkaCommandPublisher, openKafka, runsOnKafka, startIngestConsumer } from './kafka-runtime.js';
 import { loadOrCreateSecret } from './secrets.js';
 import { openStore } from './store-runtime.js';
 
@@ -92,13 +92,13 @@ export async function startRuntime(config: Config, logger: Logger, env: CommandE
     let closing = false;
     const readiness: ReadinessProbe[] = [{ name: 'store', check: () => transport.command('SELECT 1') }];
     let kafka: Kafka | undefined;
-    if (config.kafka !== undefined) {
-      kafka = await openKafka(config, config.kafka, logger);
+    if (runsOnKafka(config)) {
+      kafka = await openKafka(config, logger);
       const kafkaReadiness = createKafkaReadiness(config.kafka, logger);
       readiness.push(kafkaReadiness);
       closers.push(() => kafkaReadiness.close());
       if (config.role !== 'gateway') {
-        const consumer = await startIngestConsumer(kafka, config, config.kafka, ingestor, metrics, logger);
+        const consumer = await startIngestConsumer(kafka, config, ingestor, metrics, logger);
         closers.push(() => consumer.stop());
       }
     }
@@ -112,9 +112,9 @@ export async function startRuntime(config: Config, logger: Logger, env: CommandE
     let api: ApiDependencies | undefined;
     if (config.role !== 'consumer') {
       const publisher =
-        kafka === undefined || config.kafka === undefined
-          ? createInProcessCommandPublisher({ log: createClickHouseCommandLog(transport), ingestor, logger })
-          : kafkaCommandPublisher(kafka, config, config.kafka, metrics, logger);
+        kafka !== undefined && runsOnKafka(config)
+          ? kafkaCommandPublisher(kafka, config, metrics, logger)
+          : createInProcessCommandPublisher({ log: createClickHouseCommandLog(transport), ingestor, logger });
       closers.push(() => publisher.close());
       api = apiDependencies(config, logger, env, { transport, store, publisher, schemas });
     }

@@ -12,6 +12,13 @@ import { ensureTopics } from '../kafka/topics.js';
 import type { Logger } from '../observability/logger.js';
 import type { GatewayMetrics } from '../metrics/gateway-metrics.js';
 
+/** The configuration of a process that runs on Kafka: KAFKA_BROKERS is set. */
+export type KafkaRuntimeConfig = Config & { readonly kafka: KafkaConfig };
+
+export function runsOnKafka(config: Config): config is KafkaRuntimeConfig {
+  return config.kafka !== undefined;
+}
+
 /**
  * Connects to Kafka and creates the topics of the contract that are missing, replicated as
  * configured or, where that is unset, as the cluster's size allows. Warns once when a topic
@@ -19,7 +26,8 @@ import type { GatewayMetrics } from '../metrics/gateway-metrics.js';
  * checked, so each role needs ACLs on its own topics only; a refusal by the brokers
  * (credentials, certificate, host name, ACLs) fails the start as a StartupError naming it.
  */
-export async function openKafka(config: Config, kafkaConfig: KafkaConfig, logger: Logger): Promise<Kafka> {
+export async function openKafka(config: KafkaRuntimeConfig, logger: Logger): Promise<Kafka> {
+  const kafkaConfig = config.kafka;
   for (const { variable, message } of kafkaSecurityWarnings(kafkaConfig)) logger.warn({ variable }, message);
   const kafka = createKafkaClient(kafkaConfig, logger);
   await firstContact(kafkaConfig, logger);
@@ -55,11 +63,11 @@ export async function openKafka(config: Config, kafkaConfig: KafkaConfig, logger
   return kafka;
 }
 
-export function kafkaCommandPublisher(kafka: Kafka, config: Config, kafkaConfig: KafkaConfig, metrics: GatewayMetrics, logger: Logger): CommandPublisher {
+export function kafkaCommandPublisher(kafka: Kafka, config: KafkaRuntimeConfig, metrics: GatewayMetrics, logger: Logger): CommandPublisher {
   return createKafkaCommandPublisher({
     kafka,
     metrics,
-    producers: kafkaConfig.producers,
+    producers: config.kafka.producers,
     timeoutMs: config.commandTimeoutMs,
     logger,
   });
@@ -67,8 +75,7 @@ export function kafkaCommandPublisher(kafka: Kafka, config: Config, kafkaConfig:
 
 export async function startIngestConsumer(
   kafka: Kafka,
-  config: Config,
-  kafkaConfig: KafkaConfig,
+  config: KafkaRuntimeConfig,
   ingestor: EventIngestor,
   metrics: GatewayMetrics,
   logger: Logger,
@@ -76,7 +83,7 @@ export async function startIngestConsumer(
   const consumer = createIngestConsumer({
     kafka,
     metrics,
-    groupId: kafkaConfig.consumerGroup,
+    groupId: config.kafka.consumerGroup,
     sources: [
       ...config.topics.events.map((topic) => ({ topic, format: 'canonical-event' as const })),
       { topic: config.topics.enrollmentCommands, format: 'enrollment-command' as const },
@@ -87,7 +94,7 @@ export async function startIngestConsumer(
     batchSize: config.ingest.batchSize,
     batchWaitMs: config.ingest.batchWaitMs,
     maxInFlightEvents: config.ingest.maxInFlightEvents,
-    sessionTimeoutMs: kafkaConfig.sessionTimeoutMs,
+    sessionTimeoutMs: config.kafka.sessionTimeoutMs,
     logger,
   });
   await consumer.start();
