@@ -22,6 +22,7 @@ import { createClickHouseCommandLog } from '../store/clickhouse-command-log.js';
 import { createClickHouseEventStore } from '../store/clickhouse-event-store.js';
 import { createClickHouseIdempotencyStore } from '../store/clickhouse-idempotency-store.js';
 import type { EventStore } from '../store/event-store.js';
+import { rowRefusal } from '../store/store-refusal.js';
 import type { SqlTransport } from '../store/sql-transport.js';
 import { createVerifier } from './auth-runtime.js';
 import { startHttpServer, type HttpServer } from './http-server.js';
@@ -114,7 +115,12 @@ export async function startRuntime(config: Config, logger: Logger, env: CommandE
       const publisher =
         kafka !== undefined && runsOnKafka(config)
           ? kafkaCommandPublisher(kafka, config, metrics, logger)
-          : createInProcessCommandPublisher({ log: createClickHouseCommandLog(transport), ingestor, logger });
+          : createInProcessCommandPublisher({
+              log: createClickHouseCommandLog(transport),
+              ingestor,
+              logger,
+              isRowRefusal: (error) => rowRefusal(error) !== undefined,
+            });
       closers.push(() => publisher.close());
       api = apiDependencies(config, logger, env, { transport, store, publisher, schemas });
     }
