@@ -48,7 +48,7 @@ function cursorKey(config: Config, logger: Logger): Buffer {
   if (config.clickhouse === undefined) {
     return Buffer.from(loadOrCreateSecret(resolve(config.dataDir, 'cursor-secret')).secret);
   }
-  logger.warn('CURSOR_SECRET is not set: cursors are valid only on this process until it restarts');
+  logger.warn('neither CURSOR_SECRET nor CURSOR_SECRET_FILE is set: cursors are valid only on this process until it restarts');
   return randomBytes(32);
 }
 
