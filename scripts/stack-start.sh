@@ -11,11 +11,11 @@
 #   KAFKA_PORT             broker port (default: 9092)
 #   KAFKA_CONTROLLER_PORT  KRaft controller port (default: KAFKA_PORT+1)
 #   CLICKHOUSE_PORT        ClickHouse HTTP port (default: 8123)
-#   AUTH_JWT_SECRET | AUTH_JWKS_URL | AUTH_PUBLIC_KEY, AUTH_ISSUER, AUTH_AUDIENCE
+#   AUTH_JWT_SECRET[_FILE] | AUTH_JWKS_URL | AUTH_PUBLIC_KEY, AUTH_ISSUER, AUTH_AUDIENCE
 #                          how the gateways verify tokens (docs/configuration.md); with
 #                          none of the first three set, an HS256 development secret is
 #                          generated once into $STACK_DIR/auth-jwt-secret
-#   CURSOR_SECRET          cursor key shared by both gateways (default: generated once
+#   CURSOR_SECRET[_FILE]   cursor key shared by both gateways (default: generated once
 #                          into $STACK_DIR/cursor-secret)
 #   STACK_START_TIMEOUT    seconds the gateways and the consumer get to answer /readyz
 #                          (default: 90; a restarted consumer waits out its dead
@@ -114,10 +114,10 @@ kept_secret() {
 }
 
 AUTH_SET=()
-for var in AUTH_JWT_SECRET AUTH_JWKS_URL AUTH_PUBLIC_KEY; do
+for var in AUTH_JWT_SECRET AUTH_JWT_SECRET_FILE AUTH_JWKS_URL AUTH_PUBLIC_KEY; do
   [[ -n "${!var:-}" ]] && AUTH_SET+=("$var")
 done
-(( ${#AUTH_SET[@]} <= 1 )) || die "only one of AUTH_JWT_SECRET, AUTH_JWKS_URL and AUTH_PUBLIC_KEY may be set; found ${AUTH_SET[*]}"
+(( ${#AUTH_SET[@]} <= 1 )) || die "only one of AUTH_JWT_SECRET (or AUTH_JWT_SECRET_FILE), AUTH_JWKS_URL and AUTH_PUBLIC_KEY may be set; found ${AUTH_SET[*]}"
 # Checked here as config.ts checks it, so that a short secret fails before anything starts.
 byte_length() { local LC_ALL=C; printf '%s' "${#1}"; }
 for var in AUTH_JWT_SECRET CURSOR_SECRET; do
@@ -133,10 +133,11 @@ if (( ${#AUTH_SET[@]} == 0 )); then
 else
   AUTH_MODE="${AUTH_SET[0]} from your environment"
 fi
-CURSOR_SECRET_FILE=""
-if [[ -z "${CURSOR_SECRET:-}" ]]; then
-  CURSOR_SECRET_FILE="$STACK_DIR/cursor-secret"
-  CURSOR_SECRET="$(kept_secret "$CURSOR_SECRET_FILE")"
+# Named apart from CURSOR_SECRET_FILE, which the gateways read: a key given that way is passed on as it is.
+KEPT_CURSOR_SECRET_FILE=""
+if [[ -z "${CURSOR_SECRET:-}" && -z "${CURSOR_SECRET_FILE:-}" ]]; then
+  KEPT_CURSOR_SECRET_FILE="$STACK_DIR/cursor-secret"
+  CURSOR_SECRET="$(kept_secret "$KEPT_CURSOR_SECRET_FILE")"
 fi
 
 # --- ports ------------------------------------------------------------------------
@@ -359,7 +360,7 @@ wait_until_ready "${NODES_DOWN[@]}"
   printf 'KAFKA_BROKERS=%q\n' "$KAFKA_BROKERS"
   printf 'CLICKHOUSE_URL=%q\n' "$CLICKHOUSE_URL"
   printf 'AUTH_JWT_SECRET_FILE=%q\n' "$DEV_SECRET_FILE"
-  printf 'CURSOR_SECRET_FILE=%q\n' "$CURSOR_SECRET_FILE"
+  printf 'CURSOR_SECRET_FILE=%q\n' "${KEPT_CURSOR_SECRET_FILE:-${CURSOR_SECRET_FILE:-}}"
 } >"$STATE_FILE"
 
 # --- summary --------------------------------------------------------------------------
@@ -392,7 +393,7 @@ core-gateway stack is up (STACK_DIR $STACK_DIR)
   KAFKA_BROKERS    $KAFKA_BROKERS
   CLICKHOUSE_URL   $CLICKHOUSE_URL
   auth             $AUTH_MODE
-  cursor secret    ${CURSOR_SECRET_FILE:-CURSOR_SECRET from your environment}
+  cursor secret    ${KEPT_CURSOR_SECRET_FILE:-${CURSOR_SECRET_FILE:-CURSOR_SECRET from your environment}}
   logs             $LOG_DIR/  (gateway-1.log gateway-2.log consumer.log kafka.log clickhouse.log)
 
 Enroll a device on gateway 1 and read it back from gateway 2's feed:

@@ -1,4 +1,5 @@
 import { AppError } from '../errors/app-error.js';
+import { isUuid } from '../ids/uuid.js';
 
 export const permissions = ['events:read', 'devices:enroll', 'edge-policy:write'] as const;
 export type Permission = (typeof permissions)[number];
@@ -9,8 +10,6 @@ export interface Principal {
   readonly orgIds: ReadonlySet<string>;
   readonly scopes: ReadonlySet<string>;
 }
-
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
 
 function malformed(claim: string): AppError {
   return new AppError('UNAUTHENTICATED', 'Unauthorized', { detail: `Bearer token has a malformed "${claim}" claim.` });
@@ -60,7 +59,7 @@ export function parseOrgIdHeader(value: string | string[] | undefined): string {
   if (value === undefined || value === '') {
     throw new AppError('UNAUTHENTICATED', 'Unauthorized', { detail: 'The ORG-ID header is required.' });
   }
-  if (Array.isArray(value) || !UUID.test(value.trim())) {
+  if (Array.isArray(value) || !isUuid(value.trim())) {
     throw new AppError('UNAUTHENTICATED', 'Unauthorized', { detail: 'The ORG-ID header must be one organization uuid.' });
   }
   return value.trim().toLowerCase();

@@ -30,6 +30,8 @@ export interface TokenVerifierOptions {
   readonly clockToleranceSeconds?: number;
   /** The verifier's clock, in epoch milliseconds; tests set it instead of sleeping. */
   readonly now?: () => number;
+  /** How JWKS keys are fetched, the global fetch unless set; tests count the fetches. */
+  readonly fetch?: typeof fetch;
   /** Verified tokens remembered (src/auth/verified-token-cache.ts); false checks every token in full. */
   readonly cache?: { readonly maxEntries: number; readonly maxAgeMs: number } | false;
 }
@@ -108,6 +110,7 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
         cooldownMs: options.key.cooldownMs ?? JWKS_DEFAULTS.cooldownMs,
         maxAgeMs: options.key.maxAgeMs ?? JWKS_DEFAULTS.maxAgeMs,
         ...(options.now === undefined ? {} : { now: options.now }),
+        ...(options.fetch === undefined ? {} : { fetch: options.fetch }),
       });
       algorithms = ASYMMETRIC;
       break;

@@ -1,7 +1,6 @@
 import type { EventIngestor } from '../ingest/event-ingestor.js';
 import type { Logger } from '../observability/logger.js';
 import { createGroupCommit } from '../concurrency/group-commit.js';
-import { rowRefusal } from '../store/store-refusal.js';
 import { REQUEST_ID_MESSAGE_HEADER } from './command-context.js';
 import { commandEvent } from './command-event.js';
 import type { CommandLog } from './command-log.js';
@@ -21,7 +20,19 @@ const MAX_COMMANDS_PER_WRITE = 1000;
  * own insert: on a ClickHouse server that is two async inserts per request through a
  * pool of ten connections, which held enroll at about 50 requests a second.
  */
-export function createInProcessCommandPublisher(deps: { log: CommandLog; ingestor: EventIngestor; logger: Logger }): CommandPublisher {
+export interface InProcessCommandPublisherDeps {
+  readonly log: CommandLog;
+  readonly ingestor: EventIngestor;
+  readonly logger: Logger;
+  /**
+   * Whether a failed write was the store refusing the rows themselves (a value it cannot
+   * parse, a broken constraint) rather than the store being unwell. Only the store's
+   * adapter can tell; the composition root passes its verdict in.
+   */
+  readonly isRowRefusal: (error: unknown) => boolean;
+}
+
+export function createInProcessCommandPublisher(deps: InProcessCommandPublisherDeps): CommandPublisher {
   const logger = deps.logger.child({ module: 'in-process-bus' });
   const writes = createGroupCommit<PublishRequest>(
     async (requests) => {
@@ -37,7 +48,7 @@ export function createInProcessCommandPublisher(deps: { log: CommandLog; ingesto
       maxItems: MAX_COMMANDS_PER_WRITE,
       // A row the store refuses fails only its own request; the others are written again
       // one by one, and a command logged twice keeps its command_id, which readers fold.
-      isolate: (error) => rowRefusal(error) !== undefined,
+      isolate: deps.isRowRefusal,
     },
   );
   return {

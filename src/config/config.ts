@@ -3,7 +3,7 @@
  * A bad value throws ConfigError naming the variable; main() prints that one line and exits.
  * Variable names are part of the product's contract (docs/configuration.md).
  */
-import { flag, optional, type Env } from './config-env.js';
+import { flag, optional, setAmong, type Env } from './config-env.js';
 import { ConfigError } from './config-error.js';
 import { certificatesFile, secretVariable } from './config-files.js';
 import { parseKafkaSecurity, type KafkaSecurityConfig } from '../kafka/kafka-security-config.js';
@@ -148,13 +148,18 @@ export interface LiveTailConfig {
 
 const MIN_HS256_SECRET_BYTES = 32;
 
-function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
+/** A whole number in [min, max], or undefined when the variable is unset. */
+function optionalInteger(env: Env, name: string, min: number, max: number): number | undefined {
   const raw = optional(env, name);
-  if (raw === undefined) return fallback;
+  if (raw === undefined) return undefined;
   if (!/^\d+$/.test(raw)) throw new ConfigError(name, `must be a whole number, got "${raw}"`);
   const value = Number(raw);
   if (value < min || value > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${value}`);
   return value;
+}
+
+function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
+  return optionalInteger(env, name, min, max) ?? fallback;
 }
 
 function list(env: Env, name: string): string[] | undefined {
@@ -188,8 +193,8 @@ function parseBrokers(env: Env): string[] | undefined {
 }
 
 function parseReplication(env: Env): Pick<KafkaConfig, 'replicationFactor' | 'minInsyncReplicas'> {
-  const replicationFactor = optional(env, 'KAFKA_REPLICATION_FACTOR') === undefined ? undefined : integer(env, 'KAFKA_REPLICATION_FACTOR', 0, 1, 16);
-  const minInsyncReplicas = optional(env, 'KAFKA_MIN_INSYNC_REPLICAS') === undefined ? undefined : integer(env, 'KAFKA_MIN_INSYNC_REPLICAS', 0, 1, 16);
+  const replicationFactor = optionalInteger(env, 'KAFKA_REPLICATION_FACTOR', 1, 16);
+  const minInsyncReplicas = optionalInteger(env, 'KAFKA_MIN_INSYNC_REPLICAS', 1, 16);
   // More required acknowledgements than copies would refuse every write.
   if (replicationFactor !== undefined && minInsyncReplicas !== undefined && minInsyncReplicas > replicationFactor) {
     throw new ConfigError('KAFKA_MIN_INSYNC_REPLICAS', `must not exceed KAFKA_REPLICATION_FACTOR (${replicationFactor}), got ${minInsyncReplicas}`);
@@ -264,19 +269,17 @@ function parseCluster(env: Env): ClickHouseConfig['cluster'] {
 const JWKS_SETTINGS = ['AUTH_JWKS_TIMEOUT_MS', 'AUTH_JWKS_COOLDOWN_MS', 'AUTH_JWKS_MAX_AGE_MS'] as const;
 
 function parseAuth(env: Env, embedded: boolean): AuthConfig {
-  const secret = optional(env, 'AUTH_JWT_SECRET');
+  const ways = setAmong(env, ['AUTH_JWT_SECRET', 'AUTH_JWT_SECRET_FILE', 'AUTH_JWKS_URL', 'AUTH_PUBLIC_KEY']);
+  if (ways.length > 1) throw new ConfigError(ways.join(', '), 'set only one way to verify tokens');
   const jwksUrl = optional(env, 'AUTH_JWKS_URL');
   const publicKey = optional(env, 'AUTH_PUBLIC_KEY');
-  const set = [secret && 'AUTH_JWT_SECRET', jwksUrl && 'AUTH_JWKS_URL', publicKey && 'AUTH_PUBLIC_KEY'].filter(
-    (v): v is string => typeof v === 'string',
-  );
-  if (set.length > 1) throw new ConfigError(set.join(', '), 'set only one way to verify tokens');
   // A timing set for a key endpoint that is not configured is a mistake worth hearing about at start.
   const strayJwksSetting = JWKS_SETTINGS.find((name) => optional(env, name) !== undefined);
   if (jwksUrl === undefined && strayJwksSetting !== undefined) throw new ConfigError(strayJwksSetting, 'applies only with AUTH_JWKS_URL');
+  const secret = secretVariable(env, 'AUTH_JWT_SECRET');
   if (secret !== undefined) {
     if (Buffer.byteLength(secret) < MIN_HS256_SECRET_BYTES) {
-      throw new ConfigError('AUTH_JWT_SECRET', `must be at least ${MIN_HS256_SECRET_BYTES} bytes for HS256`);
+      throw new ConfigError(ways[0]!, `must be at least ${MIN_HS256_SECRET_BYTES} bytes for HS256`);
     }
     return { kind: 'hs256', secret };
   }
@@ -307,7 +310,7 @@ function parseAuth(env: Env, embedded: boolean): AuthConfig {
   if (!embedded) {
     throw new ConfigError(
       'AUTH_JWT_SECRET',
-      'one of AUTH_JWT_SECRET, AUTH_JWKS_URL or AUTH_PUBLIC_KEY is required outside the embedded default',
+      'one of AUTH_JWT_SECRET (or AUTH_JWT_SECRET_FILE), AUTH_JWKS_URL or AUTH_PUBLIC_KEY is required outside the embedded default',
     );
   }
   return { kind: 'development' };
@@ -333,7 +336,7 @@ export function loadConfig(env: Env): Config {
   const config: Config = {
     role,
     port: integer(env, 'PORT', 8080, 0, 65535),
-    opsPort: optional(env, 'OPS_PORT') === undefined ? undefined : integer(env, 'OPS_PORT', 0, 0, 65535),
+    opsPort: optionalInteger(env, 'OPS_PORT', 0, 65535),
     host: optional(env, 'HOST') ?? '0.0.0.0',
     dataDir: optional(env, 'DATA_DIR') ?? './data',
     logLevel: optional(env, 'LOG_LEVEL') ?? 'info',
@@ -363,7 +366,7 @@ export function loadConfig(env: Env): Config {
     issuer: optional(env, 'AUTH_ISSUER'),
     audience: optional(env, 'AUTH_AUDIENCE'),
     clockToleranceSeconds: integer(env, 'AUTH_CLOCK_TOLERANCE_S', 30, 0, 300),
-    cursorSecret: optional(env, 'CURSOR_SECRET'),
+    cursorSecret: secretVariable(env, 'CURSOR_SECRET'),
     commandTimeoutMs: integer(env, 'COMMAND_TIMEOUT_MS', 5000, 100, 120_000),
     http: parseHttpServer(env),
     rateLimit: parseRateLimit(env),
@@ -387,7 +390,7 @@ export function loadConfig(env: Env): Config {
     throw new ConfigError('OPS_PORT', `must differ from PORT (${config.port})`);
   }
   if (config.cursorSecret !== undefined && Buffer.byteLength(config.cursorSecret) < 32) {
-    throw new ConfigError('CURSOR_SECRET', 'must be at least 32 bytes');
+    throw new ConfigError(setAmong(env, ['CURSOR_SECRET', 'CURSOR_SECRET_FILE'])[0]!, 'must be at least 32 bytes');
   }
   return Object.freeze(config);
 }

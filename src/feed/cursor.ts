@@ -1,5 +1,6 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { AppError } from '../errors/app-error.js';
+import { isUuid } from '../ids/uuid.js';
 import type { FeedFilters, FeedPosition } from '../store/event-store.js';
 import { isStoreTimestamp } from '../store/timestamps.js';
 
@@ -18,7 +19,6 @@ export interface CursorCodec {
 
 const VERSION = 'v1';
 const MAC_BYTES = 16;
-const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/;
 
 function scopeText(scope: CursorScope): string {
   const f = scope.filters;
@@ -64,7 +64,7 @@ export function createCursorCodec(key: Buffer): CursorCodec {
       const expected = mac(body, scope);
       if (given.length !== expected.length || !timingSafeEqual(given, expected)) throw invalid();
       const [occurredAt, id, ...rest] = Buffer.from(body, 'base64url').toString().split('|');
-      if (rest.length > 0 || occurredAt === undefined || id === undefined || !isStoreTimestamp(occurredAt) || !UUID.test(id)) {
+      if (rest.length > 0 || occurredAt === undefined || id === undefined || !isStoreTimestamp(occurredAt) || !isUuid(id)) {
         throw invalid();
       }
       return { occurredAt, id };

@@ -1,6 +1,7 @@
 import { setTimeout as sleep } from 'node:timers/promises';
 import { AppError } from '../errors/app-error.js';
 import type { CanonicalEvent } from '../generated/schema-types.js';
+import { NIL_UUID } from '../ids/uuid.js';
 import type { Logger } from '../observability/logger.js';
 import type { EventStore, TailBatch, TailFilters, TailPosition } from '../store/event-store.js';
 import { encodeTailPosition } from './tail-position.js';
@@ -63,7 +64,6 @@ export const TAIL_BATCH_ROWS = 500;
 const MAX_RETRY_DELAY_MS = 5000;
 // A slot frees only when one of the organization's streams closes; retrying at once would just be refused again.
 const FULL_RETRY_AFTER_SECONDS = 5;
-const NIL_UUID = '00000000-0000-0000-0000-000000000000';
 
 function shuttingDown(): AppError {
   return new AppError('UPSTREAM_UNAVAILABLE', 'Shutting down', { detail: 'This gateway is shutting down; reconnect to continue.' });

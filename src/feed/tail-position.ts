@@ -1,3 +1,4 @@
+import { isUuid } from '../ids/uuid.js';
 import type { TailPosition } from '../store/event-store.js';
 
 /**
@@ -11,7 +12,6 @@ const VERSION = 1;
 const BYTES = 1 + 8 + 16;
 const TOKEN = /^[A-Za-z0-9_-]{34}$/;
 const STORE_MILLIS = /^(\d{4})-(\d{2})-(\d{2}) (\d{2}):(\d{2}):(\d{2})\.(\d{3})$/;
-const UUID_HEX = /^[0-9a-f]{32}$/;
 
 // DateTime64's range, as for occurred_at (src/store/timestamps.ts).
 const MIN_MS = Date.UTC(1900, 0, 1);
@@ -30,8 +30,8 @@ function textOf(ms: number): string {
 }
 
 export function encodeTailPosition(position: TailPosition): string {
-  const hex = position.id.replace(/-/g, '').toLowerCase();
-  if (!UUID_HEX.test(hex)) throw new Error(`"${position.id}" is not a uuid`);
+  if (!isUuid(position.id)) throw new Error(`"${position.id}" is not a uuid`);
+  const hex = position.id.replace(/-/g, '');
   const bytes = Buffer.alloc(BYTES);
   bytes.writeUInt8(VERSION, 0);
   bytes.writeBigInt64BE(BigInt(millisOf(position.ingestedAt)), 1);

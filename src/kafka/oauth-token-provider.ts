@@ -43,7 +43,19 @@ interface CachedToken {
   readonly refreshAt: number;
 }
 
-async function requestToken(source: Extract<OAuthTokenSource, { kind: 'client-credentials' }>, fetchToken: typeof fetch): Promise<CachedToken> {
+/** What the token provider reaches outside itself for; tests pass their own. */
+export interface OAuthTokenProviderOptions {
+  /** Defaults to the global fetch. */
+  readonly fetchToken?: typeof fetch;
+  /** Epoch milliseconds, Date.now by default: a test moves it past a token's refresh point instead of sleeping. */
+  readonly now?: () => number;
+}
+
+async function requestToken(
+  source: Extract<OAuthTokenSource, { kind: 'client-credentials' }>,
+  fetchToken: typeof fetch,
+  now: () => number,
+): Promise<CachedToken> {
   const endpoint = new URL(source.url).host;
   const body = new URLSearchParams({ grant_type: 'client_credentials' });
   if (source.scope !== undefined) body.set('scope', source.scope);
@@ -70,20 +82,21 @@ async function requestToken(source: Extract<OAuthTokenSource, { kind: 'client-cr
     throw new OAuthTokenError(`token endpoint ${endpoint} answered without an access_token`);
   }
   const lifetimeS = typeof answer.expires_in === 'number' && answer.expires_in > 0 ? answer.expires_in : DEFAULT_LIFETIME_S;
-  return { value: answer.access_token, refreshAt: Date.now() + lifetimeS * 1000 * REFRESH_AT_LIFETIME_SHARE };
+  return { value: answer.access_token, refreshAt: now() + lifetimeS * 1000 * REFRESH_AT_LIFETIME_SHARE };
 }
 
 function clientCredentialsProvider(
   source: Extract<OAuthTokenSource, { kind: 'client-credentials' }>,
   extensions: OAuthToken['extensions'],
   fetchToken: typeof fetch,
+  now: () => number,
 ): OAuthTokenProvider {
   let cached: CachedToken | undefined;
   let pending: Promise<CachedToken> | undefined;
   return async () => {
-    if (cached === undefined || Date.now() >= cached.refreshAt) {
+    if (cached === undefined || now() >= cached.refreshAt) {
       // Connections to several brokers authenticate at once; they share one request.
-      pending ??= requestToken(source, fetchToken).finally(() => {
+      pending ??= requestToken(source, fetchToken, now).finally(() => {
         pending = undefined;
       });
       cached = await pending;
@@ -100,7 +113,8 @@ function clientCredentialsProvider(
 export function createOAuthTokenProvider(
   source: OAuthTokenSource,
   extensions: OAuthToken['extensions'],
-  fetchToken: typeof fetch = fetch,
+  options: OAuthTokenProviderOptions = {},
 ): OAuthTokenProvider {
-  return source.kind === 'file' ? fileTokenProvider(source.path, extensions) : clientCredentialsProvider(source, extensions, fetchToken);
+  if (source.kind === 'file') return fileTokenProvider(source.path, extensions);
+  return clientCredentialsProvider(source, extensions, options.fetchToken ?? fetch, options.now ?? Date.now);
 }

@@ -21,10 +21,11 @@ import { createClickHouseCommandLog } from '../store/clickhouse-command-log.js';
 import { createClickHouseEventStore } from '../store/clickhouse-event-store.js';
 import { createClickHouseIdempotencyStore } from '../store/clickhouse-idempotency-store.js';
 import type { EventStore } from '../store/event-store.js';
+import { rowRefusal } from '../store/store-refusal.js';
 import type { SqlTransport } from '../store/sql-transport.js';
 import { createVerifier } from './auth-runtime.js';
 import { startHttpServer, type HttpServer } from './http-server.js';
-import { kafkaCommandPublisher, openKafka, startIngestConsumer, type OpenedKafka } from './kafka-runtime.js';
+import { kafkaCommandPublisher, openKafka, runsOnKafka, startIngestConsumer, type OpenedKafka } from './kafka-runtime.js';
 import { loadOrCreateSecret } from './secrets.js';
 import { openStore } from './store-runtime.js';
 
@@ -46,7 +47,7 @@ function cursorKey(config: Config, logger: Logger): Buffer {
   if (config.clickhouse === undefined) {
     return Buffer.from(loadOrCreateSecret(resolve(config.dataDir, 'cursor-secret')).secret);
   }
-  logger.warn('CURSOR_SECRET is not set: cursors are valid only on this process until it restarts');
+  logger.warn('neither CURSOR_SECRET nor CURSOR_SECRET_FILE is set: cursors are valid only on this process until it restarts');
   return randomBytes(32);
 }
 
@@ -79,9 +80,21 @@ function apiDependencies(
  */
 export async function startRuntime(config: Config, logger: Logger, env: CommandEnvironment = systemEnvironment): Promise<Runtime> {
   const transport = await openStore(config);
-  const closers: (() => Promise<void>)[] = [() => transport.close()];
+  // Shutdown runs in three stages, each in reverse order of start. First everything that has
+  // work in flight drains: requests, live tails, the publisher's last acknowledgements, the
+  // consumer's last batch and commit. Then the server that answers the orchestrator's
+  // probes closes: until then /healthz says the process is alive and /readyz that it is
+  // shutting down, where a closed port would read as a dead process while it still
+  // finishes its work (and /metrics can still be scraped for the drain). Last, the clients
+  // that /readyz itself checks (the store, the Kafka admin), so no probe ever runs on a
+  // closed one.
+  const closers: (() => Promise<void>)[] = [];
+  let probeServer: HttpServer | undefined;
+  const probeClients: (() => Promise<void>)[] = [() => transport.close()];
   const close = async () => {
     for (const step of [...closers].reverse()) await step();
+    await probeServer?.close(0);
+    for (const step of [...probeClients].reverse()) await step();
   };
   try {
     const schemas = createSchemaRegistry();
@@ -91,13 +104,13 @@ export async function startRuntime(config: Config, logger: Logger, env: CommandE
     let closing = false;
     const readiness: ReadinessProbe[] = [{ name: 'store', check: () => transport.command('SELECT 1') }];
     let kafka: OpenedKafka | undefined;
-    if (config.kafka !== undefined) {
-      kafka = await openKafka(config, config.kafka, logger);
+    if (runsOnKafka(config)) {
+      kafka = await openKafka(config, logger);
       const kafkaReadiness = createKafkaReadiness(config.kafka, logger);
       readiness.push(kafkaReadiness);
-      closers.push(() => kafkaReadiness.close());
+      probeClients.push(() => kafkaReadiness.close());
       if (config.role !== 'gateway') {
-        const consumer = await startIngestConsumer(kafka, config, config.kafka, ingestor, metrics, logger);
+        const consumer = await startIngestConsumer(kafka, config, ingestor, metrics, logger);
         closers.push(() => consumer.stop());
         readiness.push(consumer.readiness);
       }
@@ -112,23 +125,34 @@ export async function startRuntime(config: Config, logger: Logger, env: CommandE
     let api: ApiDependencies | undefined;
     if (config.role !== 'consumer') {
       const publisher =
-        kafka === undefined || config.kafka === undefined
-          ? createInProcessCommandPublisher({ log: createClickHouseCommandLog(transport), ingestor, logger })
-          : kafkaCommandPublisher(kafka, config, config.kafka, metrics, logger);
+        kafka !== undefined && runsOnKafka(config)
+          ? kafkaCommandPublisher(kafka, config, metrics, logger)
+          : createInProcessCommandPublisher({
+              log: createClickHouseCommandLog(transport),
+              ingestor,
+              logger,
+              isRowRefusal: (error) => rowRefusal(error) !== undefined,
+            });
       closers.push(() => publisher.close());
       api = apiDependencies(config, logger, env, { transport, store, publisher, schemas });
     }
     const separateOps = config.opsPort !== undefined;
     let ops: HttpServer | undefined;
     if (config.opsPort !== undefined) {
-      // The app with no API is the operations surface alone; it closes last, so probes see the shutdown.
+      // The app with no API is the operations surface alone.
       ops = await startHttpServer(createApp({ logger, api: undefined, readiness, metrics, withOpsRoutes: true }), config.opsPort, config.host, config.http);
-      const opsServer = ops;
-      closers.push(() => opsServer.close(0));
+      probeServer = ops;
     }
     const http = await startHttpServer(createApp({ logger, api, readiness, metrics, withOpsRoutes: !separateOps }), config.port, config.host, config.http);
-    // Requests in flight finish before the publisher behind them is flushed and closed.
-    closers.push(() => http.close(config.shutdownGraceMs));
+    if (api === undefined && !separateOps) {
+      // ROLE=consumer without OPS_PORT: this server answers the probes and nothing else.
+      probeServer = http;
+    } else {
+      // Requests in flight finish before the publisher behind them is flushed and closed. With
+      // the probes on this port too, they are answered only while it drains: OPS_PORT keeps
+      // them answered to the end.
+      closers.push(() => http.close(config.shutdownGraceMs));
+    }
     // Open live tails never finish on their own: they end first, or the drain would wait out its whole grace on them.
     const liveTail = api?.liveTail;
     if (liveTail !== undefined) closers.push(() => liveTail.closeAll());

@@ -13,6 +13,13 @@ import { ensureTopics } from '../kafka/topics.js';
 import type { Logger } from '../observability/logger.js';
 import type { GatewayMetrics } from '../metrics/gateway-metrics.js';
 
+/** The configuration of a process that runs on Kafka: KAFKA_BROKERS is set. */
+export type KafkaRuntimeConfig = Config & { readonly kafka: KafkaConfig };
+
+export function runsOnKafka(config: Config): config is KafkaRuntimeConfig {
+  return config.kafka !== undefined;
+}
+
 /** A connected Kafka client, and what the brokers said at start that the writers need. */
 export interface OpenedKafka {
   readonly kafka: Kafka;
@@ -28,7 +35,8 @@ export interface OpenedKafka {
  * needs ACLs on its own topics only; a refusal by the brokers (credentials, certificate,
  * host name, ACLs) fails the start as a StartupError naming it.
  */
-export async function openKafka(config: Config, kafkaConfig: KafkaConfig, logger: Logger): Promise<OpenedKafka> {
+export async function openKafka(config: KafkaRuntimeConfig, logger: Logger): Promise<OpenedKafka> {
+  const kafkaConfig = config.kafka;
   for (const { variable, message } of kafkaSecurityWarnings(kafkaConfig)) logger.warn({ variable }, message);
   const kafka = createKafkaClient(kafkaConfig, logger);
   await firstContact(kafkaConfig, logger);
@@ -66,14 +74,14 @@ export async function openKafka(config: Config, kafkaConfig: KafkaConfig, logger
   return { kafka, messageLimits };
 }
 
-export function kafkaCommandPublisher(opened: OpenedKafka, config: Config, kafkaConfig: KafkaConfig, metrics: GatewayMetrics, logger: Logger): CommandPublisher {
+export function kafkaCommandPublisher(opened: OpenedKafka, config: KafkaRuntimeConfig, metrics: GatewayMetrics, logger: Logger): CommandPublisher {
   const commandTopics = [config.topics.enrollmentCommands, config.topics.edgePolicyCommands];
   // Reported at zero from the start: rate() cannot see the first error of a series that appears with it, nor can the alert on it.
   for (const topic of commandTopics) metrics.produceErrors.inc({ topic }, 0);
   return createKafkaCommandPublisher({
     kafka: opened.kafka,
     metrics,
-    producers: kafkaConfig.producers,
+    producers: config.kafka.producers,
     timeoutMs: config.commandTimeoutMs,
     messageLimits: new Map(commandTopics.map((topic) => [topic, limitOf(opened.messageLimits, topic)])),
     logger,
@@ -82,8 +90,7 @@ export function kafkaCommandPublisher(opened: OpenedKafka, config: Config, kafka
 
 export async function startIngestConsumer(
   opened: OpenedKafka,
-  config: Config,
-  kafkaConfig: KafkaConfig,
+  config: KafkaRuntimeConfig,
   ingestor: EventIngestor,
   metrics: GatewayMetrics,
   logger: Logger,
@@ -91,7 +98,7 @@ export async function startIngestConsumer(
   const consumer = createIngestConsumer({
     kafka: opened.kafka,
     metrics,
-    groupId: kafkaConfig.consumerGroup,
+    groupId: config.kafka.consumerGroup,
     sources: [
       ...config.topics.events.map((topic) => ({ topic, format: 'canonical-event' as const })),
       { topic: config.topics.enrollmentCommands, format: 'enrollment-command' as const },
@@ -104,7 +111,7 @@ export async function startIngestConsumer(
     batchSize: config.ingest.batchSize,
     batchWaitMs: config.ingest.batchWaitMs,
     maxInFlightEvents: config.ingest.maxInFlightEvents,
-    sessionTimeoutMs: kafkaConfig.sessionTimeoutMs,
+    sessionTimeoutMs: config.kafka.sessionTimeoutMs,
     logger,
   });
   await consumer.start();

@@ -1,6 +1,7 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import addFormatsModule from 'ajv-formats';
 import { AppError, type FieldErrors } from '../errors/app-error.js';
+import { UUID_PATTERN } from '../ids/uuid.js';
 import { schemasById, type SchemaId, type SchemaTypes } from './schema-files.js';
 
 // ajv-formats is CommonJS with a default export; under NodeNext it arrives one level deep.
@@ -35,15 +36,13 @@ export function allValid<const R extends readonly CheckResult<unknown>[]>(...res
   return results.map((r) => (r as { value: unknown }).value) as ValuesOf<R>;
 }
 
-const UUID_FORMAT = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
-
 function createAjv(coerceTypes: boolean): Ajv {
   // Union types let one schema bound a JSON value of any type (edge-policy-value.schema.json).
   const ajv = new Ajv({ allErrors: true, strict: true, allowUnionTypes: true, coerceTypes, useDefaults: false });
   addFormats(ajv);
   // ajv-formats also takes "urn:uuid:<uuid>", which ClickHouse's UUID type refuses: such an id
   // passed validation and failed in the store with a 500. Ids here are the plain 36 characters.
-  ajv.addFormat('uuid', UUID_FORMAT);
+  ajv.addFormat('uuid', UUID_PATTERN);
   for (const schema of Object.values(schemasById)) ajv.addSchema(schema);
   return ajv;
 }

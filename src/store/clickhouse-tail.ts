@@ -1,10 +1,8 @@
+import { NIL_UUID } from '../ids/uuid.js';
 import { EVENT_COLUMNS, fromEventRow, type EventRow } from './event-rows.js';
 import type { EventStore, TailBatch, TailPosition, TailQuery } from './event-store.js';
 import { filterConditions } from './filter-sql.js';
 import type { SqlParam, SqlParams, SqlTransport } from './sql-transport.js';
-
-/** The smallest UUID: (t, NIL) sorts before every event ingested at t. */
-const NIL_UUID = '00000000-0000-0000-0000-000000000000';
 
 const SCOPE = 'org_id = {org_id:UUID} AND project_id = {project_id:UUID}';
 

@@ -78,17 +78,27 @@ describe('token verification against a JWKS endpoint', () => {
     }
   }
 
-  /** A verifier on a clock the test moves, so cooldowns and max ages pass without sleeping. */
+  /**
+   * A verifier on a clock the test moves, so cooldowns and max ages pass without sleeping.
+   * Its fetches go to the real endpoint and are counted as they start, so "no fetch" is
+   * known at once, with no wait for a request that might still be on its way.
+   */
   function verifierWithClock(timing: { timeoutMs?: number; cooldownMs?: number; maxAgeMs?: number } = {}) {
     const clock = { ms: Date.now() };
+    const fetches = { started: 0, settled: 0 };
+    const countedFetch: typeof fetch = (input, init) => {
+      fetches.started += 1;
+      return fetch(input, init).finally(() => (fetches.settled += 1));
+    };
     const verifier: TokenVerifier = createTokenVerifier({
       key: { kind: 'jwks', url, timeoutMs: 1000, cooldownMs: 30_000, maxAgeMs: 600_000, ...timing },
       // jose checks exp against this clock too, so it must stay near real time.
       now: () => clock.ms,
+      fetch: countedFetch,
       // Off, so every verify asks the key store these tests are about (a repeated token would be answered from the cache).
       cache: false,
     });
-    return { verifier, advance: (ms: number) => (clock.ms += ms) };
+    return { verifier, fetches, advance: (ms: number) => (clock.ms += ms) };
   }
 
   it('verifies a token signed by a published key', async () => {
@@ -110,20 +120,22 @@ describe('token verification against a JWKS endpoint', () => {
   });
 
   it('keeps verifying known keys when the endpoint goes down, even past the max age', async () => {
-    const { verifier, advance } = verifierWithClock({ maxAgeMs: 60_000 });
+    const { verifier, fetches, advance } = verifierWithClock({ maxAgeMs: 60_000 });
     expect((await verifier.verify(await sign('k1'))).subject).to.equal('svc');
+    expect(fetches.started).to.equal(1);
     const before = hits;
     mode = 'down';
     expect((await verifier.verify(await sign('k1'))).subject).to.equal('svc');
-    expect(hits).to.equal(before, 'fresh keys need no fetch');
+    expect(fetches.started).to.equal(1, 'fresh keys need no fetch');
 
     advance(61_000);
     // Stale: this request starts a background refresh, which fails, and still verifies.
     expect((await verifier.verify(await sign('k1'))).subject).to.equal('svc');
-    await until(() => hits === before + 1, 'the background refresh to reach the endpoint');
-    await new Promise((r) => setTimeout(r, 50));
+    expect(fetches.started).to.equal(2, 'stale keys start a refresh');
+    await until(() => fetches.settled === 2, 'the background refresh to fail');
+    expect(hits).to.equal(before + 1, 'the refresh reached the endpoint, which dropped it');
     for (let i = 0; i < 5; i += 1) expect((await verifier.verify(await sign('k1'))).subject).to.equal('svc');
-    expect(hits).to.equal(before + 1, 'the failed refresh starts the cooldown');
+    expect(fetches.started).to.equal(2, 'the failed refresh starts the cooldown');
   });
 
   it('answers an unknown kid within the timeout when the endpoint is slow, and known kids at once', async () => {

@@ -47,7 +47,7 @@ function recorder() {
 describe('in-process command publisher', () => {
   it('writes the commands that arrive during a write together, each batch to the log before its events, and answers each only after both', async () => {
     const r = recorder();
-    const publisher = createInProcessCommandPublisher({ log: r.log, ingestor: r.ingestor, logger: silent });
+    const publisher = createInProcessCommandPublisher({ log: r.log, ingestor: r.ingestor, logger: silent, isRowRefusal: () => false });
     const requests = Array.from({ length: 5 }, (_, i) => request(i));
     let answered = 0;
     const first = publisher.publish(requests[0]!).then(() => (answered += 1));
@@ -72,10 +72,40 @@ describe('in-process command publisher', () => {
       },
     };
     const ingestor: EventIngestor = { ingestMessages: () => Promise.reject(new Error('not used')), ingestEvents: async () => undefined };
-    const publisher = createInProcessCommandPublisher({ log, ingestor, logger: silent });
+    const publisher = createInProcessCommandPublisher({ log, ingestor, logger: silent, isRowRefusal: () => false });
     const outcomes = await Promise.allSettled([publisher.publish(request(1))]);
     expect(outcomes[0]!.status).to.equal('rejected');
     await publisher.publish(request(2));
     await publisher.close();
+  });
+
+  it('fails only the request whose row the store refused, when the injected predicate says it was a refusal', async () => {
+    class RowRefused extends Error {}
+    const outcomesWith = async (isRowRefusal: (error: unknown) => boolean) => {
+      const requests = Array.from({ length: 4 }, (_, i) => request(i));
+      const poison = requests[2]!.command.commandId;
+      let release: (() => void) | undefined;
+      let hold = true;
+      const log: CommandLog = {
+        async append(commands) {
+          // The first write is held, so the other three arrive during it and share the next.
+          if (hold) {
+            hold = false;
+            await new Promise<void>((done) => (release = done));
+          }
+          if (commands.some((c) => c.commandId === poison)) throw new RowRefused('a value the store cannot parse');
+        },
+      };
+      const ingestor: EventIngestor = { ingestMessages: () => Promise.reject(new Error('not used')), ingestEvents: async () => undefined };
+      const publisher = createInProcessCommandPublisher({ log, ingestor, logger: silent, isRowRefusal });
+      const answers = Promise.allSettled(requests.map((q) => publisher.publish(q)));
+      release!();
+      const outcomes = (await answers).map((o) => o.status);
+      await publisher.close();
+      return outcomes;
+    };
+    expect(await outcomesWith((error) => error instanceof RowRefused)).to.deep.equal(['fulfilled', 'fulfilled', 'rejected', 'fulfilled']);
+    // Without the verdict a failed shared write fails every request in it: the store may be down.
+    expect(await outcomesWith(() => false)).to.deep.equal(['fulfilled', 'rejected', 'rejected', 'rejected']);
   });
 });

@@ -253,6 +253,14 @@ describe('loadConfig: TLS and SASL towards Kafka and ClickHouse', () => {
     expect(clickHouseConnectionOptions(loadConfig({ CLICKHOUSE_URL: 'http://ch:8123', AUTH_JWT_SECRET: SECRET }).clickhouse!).tls).to.equal(undefined);
   });
 
+  it('reads the token secret and the cursor key from files, without their line breaks, outside the embedded default too', () => {
+    const jwtSecret = 'j'.repeat(40);
+    const cursorSecret = 'c'.repeat(40);
+    const config = loadConfig({ KAFKA_BROKERS: 'k:9093', AUTH_JWT_SECRET_FILE: file('jwt-secret', `${jwtSecret}\n`), CURSOR_SECRET_FILE: file('cursor-secret', `${cursorSecret}\r\n`) });
+    expect(config.auth).to.deep.equal({ kind: 'hs256', secret: jwtSecret });
+    expect(config.cursorSecret).to.equal(cursorSecret);
+  });
+
   const missing = join(dir, 'no-such-file');
   for (const [env, variable] of [
     [{ KAFKA_SSL: 'true' }, 'KAFKA_SSL'],
@@ -294,6 +302,15 @@ describe('loadConfig: TLS and SASL towards Kafka and ClickHouse', () => {
     [{ CLICKHOUSE_URL: 'https://ch:8443', CLICKHOUSE_CA_FILE: missing, AUTH_JWT_SECRET: SECRET }, 'CLICKHOUSE_CA_FILE'],
     [{ CLICKHOUSE_URL: 'https://ch:8443', CLICKHOUSE_PASSWORD: PASSWORD, CLICKHOUSE_PASSWORD_FILE: passwordFile, AUTH_JWT_SECRET: SECRET }, 'CLICKHOUSE_PASSWORD, CLICKHOUSE_PASSWORD_FILE'],
     [{ CLICKHOUSE_URL: 'https://ch:8443', CLICKHOUSE_PASSWORD_FILE: missing, AUTH_JWT_SECRET: SECRET }, 'CLICKHOUSE_PASSWORD_FILE'],
+    [{ AUTH_JWT_SECRET: SECRET, AUTH_JWT_SECRET_FILE: passwordFile }, 'AUTH_JWT_SECRET, AUTH_JWT_SECRET_FILE'],
+    [{ AUTH_JWT_SECRET_FILE: passwordFile, AUTH_JWKS_URL: 'https://idp/jwks' }, 'AUTH_JWT_SECRET_FILE, AUTH_JWKS_URL'],
+    [{ AUTH_JWT_SECRET_FILE: missing }, 'AUTH_JWT_SECRET_FILE'],
+    [{ AUTH_JWT_SECRET_FILE: file('empty-secret', '\n') }, 'AUTH_JWT_SECRET_FILE'],
+    // The password file holds 30 bytes: too short for HS256 or a cursor key.
+    [{ AUTH_JWT_SECRET_FILE: passwordFile }, 'AUTH_JWT_SECRET_FILE'],
+    [{ AUTH_JWT_SECRET: SECRET, CURSOR_SECRET: SECRET, CURSOR_SECRET_FILE: passwordFile }, 'CURSOR_SECRET, CURSOR_SECRET_FILE'],
+    [{ AUTH_JWT_SECRET: SECRET, CURSOR_SECRET_FILE: missing }, 'CURSOR_SECRET_FILE'],
+    [{ AUTH_JWT_SECRET: SECRET, CURSOR_SECRET_FILE: passwordFile }, 'CURSOR_SECRET_FILE'],
   ] as const) {
     it(`stops naming ${variable}, without the secret, for ${Object.keys(env).filter((k) => !(k in kafka)).join(', ')}`, () => {
       const error = configError(env);

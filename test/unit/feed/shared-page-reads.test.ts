@@ -2,7 +2,7 @@ import { expect } from 'chai';
 import { createCursorCodec } from '../../../src/feed/cursor.js';
 import { createFeedService, type FeedRequest } from '../../../src/feed/feed-service.js';
 import { createSharedReads } from '../../../src/feed/shared-reads.js';
-import type { EventStore, FeedQuery, StoredEvent } from '../../../src/store/event-store.js';
+import type { EventStore, FeedPosition, FeedQuery, StoredEvent } from '../../../src/store/event-store.js';
 import { canonicalEvent, uuid } from '../../support/factories.js';
 
 /** A store whose reads stay open until released, counting the queries it was sent. */
@@ -45,8 +45,11 @@ describe('shared page reads', () => {
 
   it('never shares a read between organizations, projects, filters, positions or page sizes', async () => {
     const { store, queries, release } = gatedStore();
-    const feed = createFeedService({ store, cursors: createCursorCodec(Buffer.alloc(32, 1)) });
+    const cursors = createCursorCodec(Buffer.alloc(32, 1));
+    const feed = createFeedService({ store, cursors });
     const base = request();
+    const after = (position: FeedPosition) => cursors.encode(position, { orgId: base.orgId, projectId: base.projectId, filters: base.filters });
+    const id = uuid();
     const variants = [
       base,
       { ...base, orgId: uuid() },
@@ -54,12 +57,31 @@ describe('shared page reads', () => {
       { ...base, filters: { domain: 'devices' } },
       { ...base, filters: { deviceId: uuid() } },
       { ...base, limit: 11 },
+      { ...base, cursor: after({ occurredAt: '2026-01-01 00:00:00.000000', id }) },
+      // Positions that differ only in the id, or only in the time.
+      { ...base, cursor: after({ occurredAt: '2026-01-01 00:00:00.000000', id: uuid() }) },
+      { ...base, cursor: after({ occurredAt: '2026-01-01 00:00:00.000001', id }) },
     ];
     const pages = Promise.all(variants.map((v) => feed.listEvents(v)));
     release();
     const answered = await pages;
     expect(queries).to.have.length(variants.length);
+    expect(new Set(queries.slice(-3).map((q) => JSON.stringify(q.after))).size).to.equal(3);
     answered.forEach((page, i) => expect(page.items[0]!.org_id).to.equal(variants[i]!.orgId));
+  });
+
+  it('shares a read between requests for the page after the same cursor, and reads from its position', async () => {
+    const { store, queries, release } = gatedStore();
+    const cursors = createCursorCodec(Buffer.alloc(32, 1));
+    const feed = createFeedService({ store, cursors });
+    const base = request();
+    const position = { occurredAt: '2026-01-01 00:00:00.000000', id: uuid() };
+    const cursor = cursors.encode(position, { orgId: base.orgId, projectId: base.projectId, filters: base.filters });
+    const pages = Promise.all([feed.listEvents({ ...base, cursor }), feed.listEvents({ ...base, cursor }), feed.listEvents(base)]);
+    release();
+    const [a, b] = await pages;
+    expect(queries.map((q) => q.after)).to.deep.equal([position, undefined]);
+    expect(b).to.deep.equal(a);
   });
 
   it('starts a fresh read once the shared one has settled, so no page is older than the request', async () => {

@@ -67,14 +67,37 @@ describe('createOAuthTokenProvider', () => {
     expect([decodeURIComponent(id!), decodeURIComponent(secret!)]).to.deep.equal(['gateway', SECRET]);
   });
 
-  it('asks again once most of the lifetime has passed', async () => {
-    const endpoint = await tokenEndpoint((n) => ({ status: 200, body: { access_token: `token-${n}`, expires_in: 0.05 } }));
+  it('reuses a token until 80% of its lifetime has passed, then asks again', async () => {
+    const endpoint = await tokenEndpoint((n) => ({ status: 200, body: { access_token: `token-${n}`, expires_in: 100 } }));
     server = endpoint.server;
-    const provider = createOAuthTokenProvider({ kind: 'client-credentials', url: endpoint.url, clientId: 'gateway', clientSecret: SECRET, scope: undefined }, undefined);
+    // A clock the test moves: the refresh point is 80 s after the answer, however slow the machine.
+    let clock = 1_000_000;
+    const provider = createOAuthTokenProvider({ kind: 'client-credentials', url: endpoint.url, clientId: 'gateway', clientSecret: SECRET, scope: undefined }, undefined, {
+      now: () => clock,
+    });
     expect((await provider()).value).to.equal('token-1');
-    await new Promise((r) => setTimeout(r, 60));
+    clock += 79_999;
+    expect((await provider()).value).to.equal('token-1');
+    expect(endpoint.requests).to.have.length(1);
+    clock += 1;
     expect((await provider()).value).to.equal('token-2');
+    expect((await provider()).value).to.equal('token-2');
+    expect(endpoint.requests).to.have.length(2);
     expect(endpoint.requests[0]!.body.has('scope')).to.equal(false);
+  });
+
+  it('assumes a lifetime of 300 s when the endpoint gives none', async () => {
+    const endpoint = await tokenEndpoint((n) => ({ status: 200, body: { access_token: `token-${n}` } }));
+    server = endpoint.server;
+    let clock = 1_000_000;
+    const provider = createOAuthTokenProvider({ kind: 'client-credentials', url: endpoint.url, clientId: 'gateway', clientSecret: SECRET, scope: undefined }, undefined, {
+      now: () => clock,
+    });
+    expect((await provider()).value).to.equal('token-1');
+    clock += 239_999;
+    expect((await provider()).value).to.equal('token-1');
+    clock += 1;
+    expect((await provider()).value).to.equal('token-2');
   });
 
   it('fails with the status and the standard error code, never the secret', async () => {
