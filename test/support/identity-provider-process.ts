@@ -7,7 +7,7 @@
  *
  *   parent → { type: 'start', port, clients, keys, signingKid }   child → { type: 'started', issuer }
  *   parent → { type: 'keys', keys, signingKid }                    child → { type: 'keys-set' }
- *   parent → { type: 'jwks-fetches' }                              child → { type: 'jwks-fetches', fetches }
+ *   parent → { type: 'log' }                                       child → { type: 'log', jwksFetches, tokenRequests }
  *
  * A key change builds a new Provider on the same listening socket, as a provider's
  * operator rolls out a new key set: requests never see the port closed.
@@ -38,7 +38,7 @@ export type ToProvider =
       readonly signingKid: string;
     }
   | { readonly type: 'keys'; readonly keys: readonly JWK[]; readonly signingKid: string }
-  | { readonly type: 'jwks-fetches' };
+  | { readonly type: 'log' };
 
 /** One request for the key set: when, and by whom (the broker's Java client names itself "Java/…"). */
 export interface JwksFetch {
@@ -46,10 +46,18 @@ export interface JwksFetch {
   readonly userAgent: string;
 }
 
+/** One answer of the token endpoint: to which client, with which key its token was signed. */
+export interface TokenRequest {
+  readonly at: number;
+  readonly clientId: string;
+  readonly status: number;
+  readonly signingKid: string;
+}
+
 export type FromProvider =
   | { readonly type: 'started'; readonly issuer: string }
   | { readonly type: 'keys-set' }
-  | { readonly type: 'jwks-fetches'; readonly fetches: readonly JwksFetch[] }
+  | { readonly type: 'log'; readonly jwksFetches: readonly JwksFetch[]; readonly tokenRequests: readonly TokenRequest[] }
   | { readonly type: 'failed'; readonly message: string };
 
 const SCOPES = ['events:read', 'devices:enroll', 'edge-policy:write', 'kafka'];
@@ -117,7 +125,16 @@ function send(message: FromProvider): void {
 
 let settings: Settings | undefined;
 let handler: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
-const fetches: JwksFetch[] = [];
+const jwksFetches: JwksFetch[] = [];
+const tokenRequests: TokenRequest[] = [];
+
+/** The client id of HTTP Basic client authentication (RFC 6749, 2.3.1), or '' when there is none. */
+function basicClientId(authorization: string | undefined): string {
+  const encoded = /^Basic (.+)$/i.exec(authorization ?? '')?.[1];
+  if (encoded === undefined) return '';
+  const decoded = Buffer.from(encoded, 'base64').toString();
+  return decodeURIComponent(decoded.slice(0, Math.max(decoded.indexOf(':'), 0)).replace(/\+/g, ' '));
+}
 
 function install(next: Settings): void {
   const provider = buildProvider(next);
@@ -128,7 +145,13 @@ function install(next: Settings): void {
 }
 
 const server = createServer((req, res) => {
-  if (req.url?.startsWith('/jwks') === true) fetches.push({ at: Date.now(), userAgent: req.headers['user-agent'] ?? '' });
+  const at = Date.now();
+  if (req.url?.startsWith('/jwks') === true) jwksFetches.push({ at, userAgent: req.headers['user-agent'] ?? '' });
+  if (req.url?.startsWith('/token') === true && settings !== undefined) {
+    const { signingKid } = settings;
+    const clientId = basicClientId(req.headers.authorization);
+    res.once('finish', () => tokenRequests.push({ at, clientId, status: res.statusCode, signingKid }));
+  }
   if (handler === undefined) {
     res.writeHead(503).end();
     return;
@@ -151,8 +174,8 @@ process.on('message', (message: ToProvider) => {
         install({ ...settings, keys: message.keys, signingKid: message.signingKid });
         send({ type: 'keys-set' });
         break;
-      case 'jwks-fetches':
-        send({ type: 'jwks-fetches', fetches });
+      case 'log':
+        send({ type: 'log', jwksFetches, tokenRequests });
         break;
     }
   } catch (error) {

@@ -2,10 +2,10 @@ import { fork, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { join } from 'node:path';
 import { exportJWK, generateKeyPair, type JWK } from 'jose';
-import type { FromProvider, IdentityProviderClient, JwksFetch, ToProvider } from './identity-provider-process.js';
+import type { FromProvider, IdentityProviderClient, JwksFetch, ToProvider, TokenRequest } from './identity-provider-process.js';
 import { freePort, repoRoot } from './processes.js';
 
-export type { IdentityProviderClient, JwksFetch };
+export type { IdentityProviderClient, JwksFetch, TokenRequest };
 
 /** A signing key of the provider; `private` stays with the provider, the public part is in its JWKS. */
 export interface ProviderKey {
@@ -37,6 +37,8 @@ export interface IdentityProvider {
   setKeys(keys: readonly ProviderKey[], signingKid: string): Promise<void>;
   /** Every request for its JWKS so far. */
   jwksFetches(): Promise<readonly JwksFetch[]>;
+  /** Every answer of its token endpoint so far. */
+  tokenRequests(): Promise<readonly TokenRequest[]>;
   stop(): Promise<void>;
 }
 
@@ -134,7 +136,10 @@ export async function startIdentityProvider(clients: readonly IdentityProviderCl
       signingKid = nextSigningKid;
     },
     async jwksFetches() {
-      return (await ask({ type: 'jwks-fetches' }, 'jwks-fetches')).fetches;
+      return (await ask({ type: 'log' }, 'log')).jwksFetches;
+    },
+    async tokenRequests() {
+      return (await ask({ type: 'log' }, 'log')).tokenRequests;
     },
     stop,
   };

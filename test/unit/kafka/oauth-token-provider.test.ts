@@ -4,7 +4,7 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { OAuthTokenError, createOAuthTokenProvider } from '../../../src/kafka/oauth-token-provider.js';
+import { OAuthTokenError, createOAuthTokenProvider, tokenReuseMs } from '../../../src/kafka/oauth-token-provider.js';
 
 const SECRET = 'client-secret-with:colon&amp';
 
@@ -65,6 +65,14 @@ describe('createOAuthTokenProvider', () => {
     expect(Object.fromEntries(request!.body)).to.deep.equal({ grant_type: 'client_credentials', scope: 'kafka' });
     const [id, secret] = Buffer.from(request!.authorization!.replace(/^Basic /, ''), 'base64').toString().split(':');
     expect([decodeURIComponent(id!), decodeURIComponent(secret!)]).to.deep.equal(['gateway', SECRET]);
+  });
+
+  it('reuses a token for 80% of its life, but not into its last 30 s, nor past half of a short one', () => {
+    expect(tokenReuseMs(3600)).to.equal(2880_000);
+    expect(tokenReuseMs(300)).to.equal(240_000);
+    expect(tokenReuseMs(100)).to.equal(70_000);
+    expect(tokenReuseMs(40)).to.equal(20_000);
+    expect(tokenReuseMs(10)).to.equal(5000);
   });
 
   it('asks again once most of the lifetime has passed', async () => {
