@@ -21,8 +21,8 @@ const REFRESH_AT_LIFETIME_SHARE = 0.8;
  * connections.max.reauth.ms ends a session when its token expires, and kafkajs logs in
  * again before every request once less than its reauthenticationThreshold (10 s) is
  * left; with a token that near its end every request became a login, and the broker
- * refused the overlapping ones (ILLEGAL_SASL_STATE): 503s for 2 s of every 40 s token's
- * life in test/integration/identity-provider/kafka-oauthbearer.test.ts.
+ * answered some of them with ILLEGAL_SASL_STATE: 503s for 2 s of a 40 s token's life
+ * in test/integration/identity-provider/kafka-oauthbearer.test.ts.
  */
 const REFRESH_BEFORE_EXPIRY_S = 30;
 /** ...but never before half of it, so a short-lived token is not fetched for every login. */
