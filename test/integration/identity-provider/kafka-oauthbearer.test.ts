@@ -14,6 +14,7 @@ import { uuid } from '../../support/factories.js';
 import { newProviderKey, providerClient, startIdentityProvider, type IdentityProvider, type IdentityProviderClient } from '../../support/identity-provider.js';
 import { startTestGateway, type TestGateway } from '../../support/test-gateway.js';
 import { waitFor } from '../../support/wait-for.js';
+import { runGatewayToExit } from '../kafka-security/gateway-exit.js';
 import { startOAuthBroker, type OAuthBroker } from './oauth-broker.js';
 
 const KAFKA_AUDIENCE = 'urn:kafka';
@@ -124,6 +125,12 @@ describe('Kafka OAUTHBEARER with tokens from an OpenID Connect provider', functi
     const refusal = 'authentication failed: the brokers refused the OAUTHBEARER token';
     expect(await kafkaCheck(fromProvider(otherAudience))).to.equal(refusal);
     expect(await kafkaCheck(withTokenFile(token))).to.equal(refusal);
+    // A gateway started with it stops at once, naming the cause, printing neither token nor secret.
+    const ended = await runGatewayToExit({ ...fromProvider(otherAudience), KAFKA_TOPIC_PARTITIONS: '1', AUTH_JWT_SECRET: 's'.repeat(32) });
+    expect(ended.code, ended.output.slice(-3000)).to.equal(1);
+    expect(ended.lastError).to.equal(`core-gateway: failed to start: Kafka: ${refusal}`);
+    expect(ended.output).not.to.include(otherAudience.clientSecret);
+    expect(ended.output).not.to.include(token.split('.')[1]);
   });
 
   it('refuses a token of the provider once it has expired', async () => {
