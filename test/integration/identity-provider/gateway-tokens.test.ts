@@ -13,6 +13,8 @@ import { waitFor } from '../../support/wait-for.js';
 const AUDIENCE = 'urn:core-gateway';
 
 interface Outcome {
+  /** Which caller sent it. */
+  readonly caller: number;
   readonly sentAt: number;
   readonly kid: string;
   readonly status: number;
@@ -123,19 +125,27 @@ describe('tokens from an OpenID Connect provider', function () {
   function callersUnderRotation(gw: TestGateway, count: number) {
     const outcomes: Outcome[] = [];
     let stopping = false;
-    const loops = Array.from({ length: count }, async () => {
+    const loops = Array.from({ length: count }, async (_, index) => {
       while (!stopping) {
         const { access_token: token } = await idp.token(caller, 'events:read');
         const sentAt = Date.now();
         const res = await feed(gw, token);
-        outcomes.push({ sentAt, kid: decodeProtectedHeader(token).kid!, status: res.status, detail: res.body.detail ?? '' });
+        outcomes.push({ caller: index, sentAt, kid: decodeProtectedHeader(token).kid!, status: res.status, detail: res.body.detail ?? '' });
       }
     });
     return {
       outcomes,
-      /** Waits until every caller has been answered 200 for a token signed with `kid` after `since`. */
+      /** Waits until every caller has been answered 200 for a token signed with `kid` after `since`, so none holds an older one. */
       succeededWith: (kid: string, since: number) =>
-        waitFor(`a 200 for a token signed with ${kid}`, async () => (outcomes.some((o) => o.kid === kid && o.status === 200 && o.sentAt >= since) ? true : undefined), 30_000, 20),
+        waitFor(
+          `a 200 for a token signed with ${kid} on every caller`,
+          async () => {
+            const done = new Set(outcomes.filter((o) => o.kid === kid && o.status === 200 && o.sentAt >= since).map((o) => o.caller));
+            return done.size === count ? true : undefined;
+          },
+          30_000,
+          20,
+        ),
       async stop() {
         stopping = true;
         await Promise.all(loops);
