@@ -133,7 +133,13 @@ function basicClientId(authorization: string | undefined): string {
   const encoded = /^Basic (.+)$/i.exec(authorization ?? '')?.[1];
   if (encoded === undefined) return '';
   const decoded = Buffer.from(encoded, 'base64').toString();
-  return decodeURIComponent(decoded.slice(0, Math.max(decoded.indexOf(':'), 0)).replace(/\+/g, ' '));
+  const id = decoded.slice(0, Math.max(decoded.indexOf(':'), 0)).replace(/\+/g, ' ');
+  try {
+    return decodeURIComponent(id);
+  } catch {
+    // Malformed escapes: the provider refuses the client anyway; the log keeps what was sent.
+    return id;
+  }
 }
 
 function install(next: Settings): void {
