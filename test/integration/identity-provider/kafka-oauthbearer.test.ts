@@ -19,7 +19,11 @@ import { startOAuthBroker, type OAuthBroker } from './oauth-broker.js';
 
 const KAFKA_AUDIENCE = 'urn:kafka';
 const API_AUDIENCE = 'urn:core-gateway';
-/** Kafka clients' token lifetime: our provider asks again at 80% of it, the broker makes them log in again within MAX_REAUTH_MS. */
+/**
+ * Kafka clients' token lifetime, short so the test sees renewals: the gateway renews a
+ * 40 s token after 20 s (tokenReuseMs), and the broker makes every connection log in
+ * again within MAX_REAUTH_MS, so renewed tokens reach the broker while the test runs.
+ */
 const KAFKA_TOKEN_TTL_S = 40;
 const MAX_REAUTH_MS = 20_000;
 const JWKS_REFRESH_MS = 2000;
