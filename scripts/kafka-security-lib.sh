@@ -15,6 +15,19 @@
 #   KAFKA_OAUTHBEARER_UNSECURED  true: OAUTHBEARER enabled too, with Kafka's
 #                         unsecured validator, which takes any unsigned token
 #                         (alg none) at its word; for testing clients only
+#   KAFKA_OAUTHBEARER_JWKS_URL  OAUTHBEARER enabled too, with Kafka's own
+#                         OAuthBearerValidatorCallbackHandler: a token's signature
+#                         is checked against the keys at this URL (an identity
+#                         provider's JWKS), as a production broker does. Not with
+#                         KAFKA_OAUTHBEARER_UNSECURED. With it:
+#     KAFKA_OAUTHBEARER_AUDIENCE   required `aud` (default: none checked)
+#     KAFKA_OAUTHBEARER_ISSUER     required `iss` (default: none checked)
+#     KAFKA_OAUTHBEARER_JWKS_REFRESH_MS  how often the broker fetches the keys
+#                         again (Kafka's default: 3600000)
+#     KAFKA_OAUTHBEARER_CLOCK_SKEW_S  leeway on exp, nbf and iat (Kafka's default: 30)
+#   KAFKA_CONNECTIONS_MAX_REAUTH_MS  connections.max.reauth.ms: a client must log
+#                         in again within this time (and, with OAUTHBEARER, before
+#                         its token expires) or be disconnected (default: 0, never)
 #
 # Every user has a random password, the same for SCRAM-SHA-256, SCRAM-SHA-512
 # and PLAIN. SCRAM users are written into the metadata log when storage is
@@ -39,6 +52,14 @@ KAFKA_SASL_USERS="${KAFKA_SASL_USERS:-client}"
 KAFKA_SSL_CERT_NAMES="${KAFKA_SSL_CERT_NAMES:-localhost,127.0.0.1}"
 KAFKA_SSL_CLIENT_AUTH="${KAFKA_SSL_CLIENT_AUTH:-none}"
 KAFKA_OAUTHBEARER_UNSECURED="${KAFKA_OAUTHBEARER_UNSECURED:-false}"
+KAFKA_OAUTHBEARER_JWKS_URL="${KAFKA_OAUTHBEARER_JWKS_URL:-}"
+KAFKA_OAUTHBEARER_AUDIENCE="${KAFKA_OAUTHBEARER_AUDIENCE:-}"
+KAFKA_OAUTHBEARER_ISSUER="${KAFKA_OAUTHBEARER_ISSUER:-}"
+KAFKA_OAUTHBEARER_JWKS_REFRESH_MS="${KAFKA_OAUTHBEARER_JWKS_REFRESH_MS:-}"
+KAFKA_OAUTHBEARER_CLOCK_SKEW_S="${KAFKA_OAUTHBEARER_CLOCK_SKEW_S:-}"
+KAFKA_CONNECTIONS_MAX_REAUTH_MS="${KAFKA_CONNECTIONS_MAX_REAUTH_MS:-0}"
+# JVM system properties the broker needs (scripts/kafka-start.sh passes them); empty without them.
+KAFKA_SECURITY_JVM_OPTS=()
 # --add-scram arguments for kafka-storage format; empty without SASL.
 KAFKA_SECURITY_FORMAT_ARGS=()
 
@@ -51,6 +72,15 @@ _kafka_security_validate() {
   [[ "$KAFKA_ACLS" =~ ^(true|false)$ ]] || die "KAFKA_ACLS must be true or false; got \"$KAFKA_ACLS\""
   [[ "$KAFKA_OAUTHBEARER_UNSECURED" =~ ^(true|false)$ ]] || die "KAFKA_OAUTHBEARER_UNSECURED must be true or false; got \"$KAFKA_OAUTHBEARER_UNSECURED\""
   [[ "$KAFKA_SSL_CLIENT_AUTH" =~ ^(none|requested|required)$ ]] || die "KAFKA_SSL_CLIENT_AUTH must be none, requested or required; got \"$KAFKA_SSL_CLIENT_AUTH\""
+  [[ "$KAFKA_CONNECTIONS_MAX_REAUTH_MS" =~ ^[0-9]+$ ]] || die "KAFKA_CONNECTIONS_MAX_REAUTH_MS must be a whole number; got \"$KAFKA_CONNECTIONS_MAX_REAUTH_MS\""
+  if [[ -n "$KAFKA_OAUTHBEARER_JWKS_URL" ]]; then
+    [[ "$KAFKA_OAUTHBEARER_JWKS_URL" =~ ^https?://[^[:space:],]+$ ]] || die "KAFKA_OAUTHBEARER_JWKS_URL must be an http(s) URL; got \"$KAFKA_OAUTHBEARER_JWKS_URL\""
+    [[ "$KAFKA_OAUTHBEARER_UNSECURED" == false ]] || die "KAFKA_OAUTHBEARER_JWKS_URL and KAFKA_OAUTHBEARER_UNSECURED=true exclude each other: one validator per listener"
+    [[ -z "$KAFKA_OAUTHBEARER_JWKS_REFRESH_MS" || "$KAFKA_OAUTHBEARER_JWKS_REFRESH_MS" =~ ^[0-9]+$ ]] || die "KAFKA_OAUTHBEARER_JWKS_REFRESH_MS must be a whole number"
+    [[ -z "$KAFKA_OAUTHBEARER_CLOCK_SKEW_S" || "$KAFKA_OAUTHBEARER_CLOCK_SKEW_S" =~ ^[0-9]+$ ]] || die "KAFKA_OAUTHBEARER_CLOCK_SKEW_S must be a whole number"
+    # Kafka 4 fetches from no URL that this property does not list (CVE-2025-27817).
+    KAFKA_SECURITY_JVM_OPTS=("-Dorg.apache.kafka.sasl.oauthbearer.allowed.urls=$KAFKA_OAUTHBEARER_JWKS_URL")
+  fi
   if [[ "$KAFKA_SECURITY" == none ]]; then
     [[ "$KAFKA_ACLS" == false ]] || die "KAFKA_ACLS=true needs KAFKA_SECURITY=sasl_ssl: without SASL every client is ANONYMOUS"
     return 0
@@ -151,7 +181,14 @@ _kafka_security_jaas() {
       printf 'org.apache.kafka.common.security.plain.PlainLoginModule required username="admin" password="%s"%s;' "$admin_password" "$plain_users" ;;
     oauthbearer)
       printf 'org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required unsecuredLoginStringClaim_sub="admin";' ;;
+    oauthbearer-jwks)
+      printf 'org.apache.kafka.common.security.oauthbearer.OAuthBearerLoginModule required;' ;;
   esac
+}
+
+# Prints key=value when value is set; Kafka's default stands otherwise.
+_kafka_security_setting() {
+  if [[ -n "$2" ]]; then printf '%s=%s\n' "$1" "$2"; fi
 }
 
 # Turns the PLAINTEXT client listener of one node's server.properties into
@@ -162,7 +199,7 @@ kafka_security_configure() {
   [[ "$KAFKA_SECURITY" == sasl_ssl ]] || return 0
   _kafka_security_prepare
   dir="$(_kafka_security_dir)"
-  [[ "$KAFKA_OAUTHBEARER_UNSECURED" == true ]] && mechanisms+=",OAUTHBEARER"
+  [[ "$KAFKA_OAUTHBEARER_UNSECURED" == true || -n "$KAFKA_OAUTHBEARER_JWKS_URL" ]] && mechanisms+=",OAUTHBEARER"
   # The password of admin (and PLAIN's user list) are in this file from now on.
   chmod 600 "$config"
   sed -i -E \
@@ -181,6 +218,19 @@ kafka_security_configure() {
     echo "listener.name.sasl_ssl.plain.sasl.jaas.config=$(_kafka_security_jaas plain)"
     if [[ "$KAFKA_OAUTHBEARER_UNSECURED" == true ]]; then
       echo "listener.name.sasl_ssl.oauthbearer.sasl.jaas.config=$(_kafka_security_jaas oauthbearer)"
+    fi
+    if [[ -n "$KAFKA_OAUTHBEARER_JWKS_URL" ]]; then
+      # Kafka's own validator: signature by a key of the JWKS, exp, and aud/iss when set.
+      echo "listener.name.sasl_ssl.oauthbearer.sasl.jaas.config=$(_kafka_security_jaas oauthbearer-jwks)"
+      echo "listener.name.sasl_ssl.oauthbearer.sasl.server.callback.handler.class=org.apache.kafka.common.security.oauthbearer.OAuthBearerValidatorCallbackHandler"
+      echo "sasl.oauthbearer.jwks.endpoint.url=$KAFKA_OAUTHBEARER_JWKS_URL"
+      _kafka_security_setting sasl.oauthbearer.expected.audience "$KAFKA_OAUTHBEARER_AUDIENCE"
+      _kafka_security_setting sasl.oauthbearer.expected.issuer "$KAFKA_OAUTHBEARER_ISSUER"
+      _kafka_security_setting sasl.oauthbearer.jwks.endpoint.refresh.ms "$KAFKA_OAUTHBEARER_JWKS_REFRESH_MS"
+      _kafka_security_setting sasl.oauthbearer.clock.skew.seconds "$KAFKA_OAUTHBEARER_CLOCK_SKEW_S"
+    fi
+    if (( KAFKA_CONNECTIONS_MAX_REAUTH_MS > 0 )); then
+      echo "connections.max.reauth.ms=$KAFKA_CONNECTIONS_MAX_REAUTH_MS"
     fi
     echo "ssl.keystore.type=PEM"
     echo "ssl.keystore.location=$dir/broker.pem"
@@ -226,7 +276,7 @@ EOF
   if grep -Eq '^listener\.name\.sasl_ssl\.ssl\.client\.auth=(required|requested)$' "$config"; then
     printf 'KAFKA_SSL_CERT_FILE=%s\nKAFKA_SSL_KEY_FILE=%s\n' "$dir/client-cert.pem" "$dir/client-key.pem" >>"$dir/client.env"
   fi
-  log "SASL_SSL on $bootstrap (SCRAM-SHA-256, SCRAM-SHA-512, PLAIN$(grep -q '^sasl.enabled.mechanisms=.*OAUTHBEARER' "$config" && printf ', unsecured OAUTHBEARER'))$(grep -q '^authorizer.class.name=' "$config" && printf '; ACLs on, super user admin')"
+  log "SASL_SSL on $bootstrap (SCRAM-SHA-256, SCRAM-SHA-512, PLAIN$(grep -q '^sasl.enabled.mechanisms=.*OAUTHBEARER' "$config" && { grep -q '^sasl.oauthbearer.jwks.endpoint.url=' "$config" && printf ', OAUTHBEARER checked against %s' "$(sed -n 's/^sasl.oauthbearer.jwks.endpoint.url=//p' "$config")" || printf ', unsecured OAUTHBEARER'; }))$(grep -q '^authorizer.class.name=' "$config" && printf '; ACLs on, super user admin')"
   log "CA to trust: $dir/ca.pem (client certificate: $dir/client-cert.pem, key $dir/client-key.pem)"
   log "users: $(cd "$dir/users" && ls | sed 's/\.password$//' | paste -sd, -) (passwords in $dir/users/<name>.password)"
   log "gateway settings ($dir/client.env):"

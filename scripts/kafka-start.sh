@@ -335,6 +335,7 @@ launch_node() {
     -Djava.awt.headless=true
     -Dlog4j2.configurationFile="$dir/log4j2.properties"
     -Dkafka.logs.dir="$dir/logs"
+    "${KAFKA_SECURITY_JVM_OPTS[@]}"
   )
   rm -f -- "$pid_file"
   # Only log lines written from now on count for readiness (matters on resume,

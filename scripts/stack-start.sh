@@ -11,9 +11,9 @@
 #   KAFKA_PORT             broker port (default: 9092)
 #   KAFKA_CONTROLLER_PORT  KRaft controller port (default: KAFKA_PORT+1)
 #   CLICKHOUSE_PORT        ClickHouse HTTP port (default: 8123)
-#   AUTH_JWT_SECRET[_FILE] | AUTH_JWKS_URL | AUTH_PUBLIC_KEY, AUTH_ISSUER, AUTH_AUDIENCE
+#   AUTH_JWT_SECRET[_FILE] | AUTH_JWKS_URL | AUTH_OIDC_ISSUER | AUTH_PUBLIC_KEY, AUTH_ISSUER, AUTH_AUDIENCE
 #                          how the gateways verify tokens (docs/configuration.md); with
-#                          none of the first three set, an HS256 development secret is
+#                          none of the first four set, an HS256 development secret is
 #                          generated once into $STACK_DIR/auth-jwt-secret
 #   CURSOR_SECRET[_FILE]   cursor key shared by both gateways (default: generated once
 #                          into $STACK_DIR/cursor-secret)
@@ -114,10 +114,10 @@ kept_secret() {
 }
 
 AUTH_SET=()
-for var in AUTH_JWT_SECRET AUTH_JWT_SECRET_FILE AUTH_JWKS_URL AUTH_PUBLIC_KEY; do
+for var in AUTH_JWT_SECRET AUTH_JWT_SECRET_FILE AUTH_JWKS_URL AUTH_OIDC_ISSUER AUTH_PUBLIC_KEY; do
   [[ -n "${!var:-}" ]] && AUTH_SET+=("$var")
 done
-(( ${#AUTH_SET[@]} <= 1 )) || die "only one of AUTH_JWT_SECRET (or AUTH_JWT_SECRET_FILE), AUTH_JWKS_URL and AUTH_PUBLIC_KEY may be set; found ${AUTH_SET[*]}"
+(( ${#AUTH_SET[@]} <= 1 )) || die "only one of AUTH_JWT_SECRET (or AUTH_JWT_SECRET_FILE), AUTH_JWKS_URL, AUTH_OIDC_ISSUER and AUTH_PUBLIC_KEY may be set; found ${AUTH_SET[*]}"
 # Checked here as config.ts checks it, so that a short secret fails before anything starts.
 byte_length() { local LC_ALL=C; printf '%s' "${#1}"; }
 for var in AUTH_JWT_SECRET CURSOR_SECRET; do

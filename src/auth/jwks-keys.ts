@@ -1,8 +1,12 @@
 import { createLocalJWKSet, errors, type JSONWebKeySet, type JWTVerifyGetKey } from 'jose';
 import { AppError } from '../errors/app-error.js';
+import { discoverJwksUrl } from './oidc-discovery.js';
+
+/** The key set's URL (AUTH_JWKS_URL), or an OpenID issuer whose discovery document names it (AUTH_OIDC_ISSUER). */
+export type JwksSource = URL | { readonly issuer: string };
 
 export interface JwksKeysOptions {
-  readonly url: URL;
+  readonly url: JwksSource;
   /** The longest any one request waits on the endpoint. */
   readonly timeoutMs: number;
   /** At most one fetch starts per this interval once keys are known, whatever the outcome. */
@@ -37,22 +41,33 @@ export function createJwksKeys(options: JwksKeysOptions): JWTVerifyGetKey {
   let attemptedAt = Number.NEGATIVE_INFINITY;
   let lastAttemptFailed = false;
   let pending: Promise<void> | undefined;
+  /** The jwks_uri found by discovery; forgotten when fetching it fails, so a moved key set is found again. */
+  let discovered: URL | undefined;
 
   async function load(): Promise<void> {
-    const response = await fetchImpl(options.url, {
-      // Redirects are not followed: the key set must come from the configured origin.
-      redirect: 'manual',
-      headers: { accept: 'application/json, application/jwk-set+json' },
-      signal: AbortSignal.timeout(options.timeoutMs),
-    });
-    if (response.status !== 200) {
-      await response.body?.cancel();
-      throw new Error(`JWKS endpoint answered ${response.status}`);
+    // One timeout covers discovery and the key set together: the bound on a request's wait stays one timeout.
+    const signal = AbortSignal.timeout(options.timeoutMs);
+    const source = options.url;
+    const url = source instanceof URL ? source : (discovered ??= await discoverJwksUrl(source.issuer, fetchImpl, signal));
+    try {
+      const response = await fetchImpl(url, {
+        // Redirects are not followed: the key set must come from the configured origin.
+        redirect: 'manual',
+        headers: { accept: 'application/json, application/jwk-set+json' },
+        signal,
+      });
+      if (response.status !== 200) {
+        await response.body?.cancel();
+        throw new Error(`JWKS endpoint answered ${response.status}`);
+      }
+      // createLocalJWKSet validates the shape, so a malformed answer keeps the old keys.
+      const next = createLocalJWKSet((await response.json()) as JSONWebKeySet);
+      local = next;
+      fetchedAt = now();
+    } catch (error) {
+      discovered = undefined;
+      throw error;
     }
-    // createLocalJWKSet validates the shape, so a malformed answer keeps the old keys.
-    const next = createLocalJWKSet((await response.json()) as JSONWebKeySet);
-    local = next;
-    fetchedAt = now();
   }
 
   /** One fetch at a time; callers that arrive while one runs share it. */

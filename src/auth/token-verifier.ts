@@ -1,7 +1,7 @@
 import { createPublicKey, type KeyObject } from 'node:crypto';
 import { jwtVerify, type JWTVerifyGetKey } from 'jose';
 import { AppError } from '../errors/app-error.js';
-import { createJwksKeys } from './jwks-keys.js';
+import { createJwksKeys, type JwksSource } from './jwks-keys.js';
 import { principalFromClaims, type Principal } from './principal.js';
 import { createVerifiedTokenCache } from './verified-token-cache.js';
 
@@ -9,7 +9,7 @@ export type VerificationKey =
   | { readonly kind: 'hs256'; readonly secret: string }
   | {
       readonly kind: 'jwks';
-      readonly url: URL;
+      readonly url: JwksSource;
       /** See createJwksKeys; the defaults match the AUTH_JWKS_* defaults in config. */
       readonly timeoutMs?: number;
       readonly cooldownMs?: number;

@@ -7,6 +7,7 @@ import { flag, optional, setAmong, type Env } from './config-env.js';
 import { ConfigError } from './config-error.js';
 import { certificatesFile, secretVariable } from './config-files.js';
 import { parseKafkaSecurity, type KafkaSecurityConfig } from '../kafka/kafka-security-config.js';
+import type { JwksSource } from '../auth/jwks-keys.js';
 
 export { ConfigError };
 
@@ -16,7 +17,8 @@ export type AuthConfig =
   | { readonly kind: 'hs256'; readonly secret: string }
   | {
       readonly kind: 'jwks';
-      readonly url: URL;
+      /** AUTH_JWKS_URL, or AUTH_OIDC_ISSUER's issuer, whose discovery document names the key set. */
+      readonly url: JwksSource;
       /** The longest a request waits on the endpoint; at most one fetch per cooldown; keys refreshed after max age. */
       readonly timeoutMs: number;
       readonly cooldownMs: number;
@@ -268,14 +270,49 @@ function parseCluster(env: Env): ClickHouseConfig['cluster'] {
 
 const JWKS_SETTINGS = ['AUTH_JWKS_TIMEOUT_MS', 'AUTH_JWKS_COOLDOWN_MS', 'AUTH_JWKS_MAX_AGE_MS'] as const;
 
+/** AUTH_OIDC_ISSUER: an http(s) URL with no query or fragment (OpenID Connect Discovery 1.0, section 2). */
+function parseOidcIssuer(env: Env): string | undefined {
+  const raw = optional(env, 'AUTH_OIDC_ISSUER');
+  if (raw === undefined) return undefined;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError('AUTH_OIDC_ISSUER', 'is not a URL');
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new ConfigError('AUTH_OIDC_ISSUER', 'must be http(s)');
+  if (url.search !== '' || url.hash !== '' || raw.includes('?') || raw.includes('#')) throw new ConfigError('AUTH_OIDC_ISSUER', 'must have no query or fragment');
+  // Kept as written: tokens must carry exactly this `iss`, and the discovery document must name it.
+  return raw;
+}
+
+/** The required `iss`: AUTH_ISSUER, else the AUTH_OIDC_ISSUER whose keys verify the tokens. */
+function parseIssuer(env: Env): string | undefined {
+  const issuer = optional(env, 'AUTH_ISSUER');
+  const oidcIssuer = optional(env, 'AUTH_OIDC_ISSUER');
+  if (issuer !== undefined && oidcIssuer !== undefined && issuer !== oidcIssuer) {
+    throw new ConfigError('AUTH_ISSUER', `must equal AUTH_OIDC_ISSUER ("${oidcIssuer}") when both are set, got "${issuer}"`);
+  }
+  return issuer ?? oidcIssuer;
+}
+
 function parseAuth(env: Env, embedded: boolean): AuthConfig {
-  const ways = setAmong(env, ['AUTH_JWT_SECRET', 'AUTH_JWT_SECRET_FILE', 'AUTH_JWKS_URL', 'AUTH_PUBLIC_KEY']);
+  const ways = setAmong(env, ['AUTH_JWT_SECRET', 'AUTH_JWT_SECRET_FILE', 'AUTH_JWKS_URL', 'AUTH_PUBLIC_KEY', 'AUTH_OIDC_ISSUER']);
   if (ways.length > 1) throw new ConfigError(ways.join(', '), 'set only one way to verify tokens');
   const jwksUrl = optional(env, 'AUTH_JWKS_URL');
   const publicKey = optional(env, 'AUTH_PUBLIC_KEY');
+  const oidcIssuer = parseOidcIssuer(env);
   // A timing set for a key endpoint that is not configured is a mistake worth hearing about at start.
   const strayJwksSetting = JWKS_SETTINGS.find((name) => optional(env, name) !== undefined);
-  if (jwksUrl === undefined && strayJwksSetting !== undefined) throw new ConfigError(strayJwksSetting, 'applies only with AUTH_JWKS_URL');
+  if (jwksUrl === undefined && oidcIssuer === undefined && strayJwksSetting !== undefined) {
+    throw new ConfigError(strayJwksSetting, 'applies only with AUTH_JWKS_URL or AUTH_OIDC_ISSUER');
+  }
+  const jwksTiming = () => ({
+    timeoutMs: integer(env, 'AUTH_JWKS_TIMEOUT_MS', 2000, 100, 60_000),
+    cooldownMs: integer(env, 'AUTH_JWKS_COOLDOWN_MS', 30_000, 0, 3_600_000),
+    maxAgeMs: integer(env, 'AUTH_JWKS_MAX_AGE_MS', 600_000, 1000, 86_400_000),
+  });
+  if (oidcIssuer !== undefined) return { kind: 'jwks', url: { issuer: oidcIssuer }, ...jwksTiming() };
   const secret = secretVariable(env, 'AUTH_JWT_SECRET');
   if (secret !== undefined) {
     if (Buffer.byteLength(secret) < MIN_HS256_SECRET_BYTES) {
@@ -291,13 +328,7 @@ function parseAuth(env: Env, embedded: boolean): AuthConfig {
       throw new ConfigError('AUTH_JWKS_URL', 'is not a URL');
     }
     if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new ConfigError('AUTH_JWKS_URL', 'must be http(s)');
-    return {
-      kind: 'jwks',
-      url,
-      timeoutMs: integer(env, 'AUTH_JWKS_TIMEOUT_MS', 2000, 100, 60_000),
-      cooldownMs: integer(env, 'AUTH_JWKS_COOLDOWN_MS', 30_000, 0, 3_600_000),
-      maxAgeMs: integer(env, 'AUTH_JWKS_MAX_AGE_MS', 600_000, 1000, 86_400_000),
-    };
+    return { kind: 'jwks', url, ...jwksTiming() };
   }
   if (publicKey !== undefined) {
     // Accept a PEM with literal "\n" escapes, as env files often carry it on one line.
@@ -310,7 +341,7 @@ function parseAuth(env: Env, embedded: boolean): AuthConfig {
   if (!embedded) {
     throw new ConfigError(
       'AUTH_JWT_SECRET',
-      'one of AUTH_JWT_SECRET (or AUTH_JWT_SECRET_FILE), AUTH_JWKS_URL or AUTH_PUBLIC_KEY is required outside the embedded default',
+      'one of AUTH_JWT_SECRET (or AUTH_JWT_SECRET_FILE), AUTH_JWKS_URL, AUTH_OIDC_ISSUER or AUTH_PUBLIC_KEY is required outside the embedded default',
     );
   }
   return { kind: 'development' };
@@ -363,7 +394,7 @@ export function loadConfig(env: Env): Config {
       deadLetter: topic(env, 'EVENTS_DLQ_TOPIC', 'platform.events.dlq'),
     },
     auth: parseAuth(env, embedded),
-    issuer: optional(env, 'AUTH_ISSUER'),
+    issuer: parseIssuer(env),
     audience: optional(env, 'AUTH_AUDIENCE'),
     clockToleranceSeconds: integer(env, 'AUTH_CLOCK_TOLERANCE_S', 30, 0, 300),
     cursorSecret: secretVariable(env, 'CURSOR_SECRET'),

@@ -1,12 +1,13 @@
 import type { ConnectionOptions } from 'node:tls';
-import type { SASLOptions } from 'kafkajs';
+import type { Mechanism, SASLOptions } from 'kafkajs';
 import type { KafkaSaslConfig, KafkaSecurityConfig, KafkaTlsConfig } from './kafka-security-config.js';
 import { createOAuthTokenProvider } from './oauth-token-provider.js';
+import { oauthBearerAuthenticator } from './oauthbearer-authenticator.js';
 
 /** The `ssl` and `sasl` options of a kafkajs client; both absent is PLAINTEXT. */
 export interface KafkaJsSecurityOptions {
   readonly ssl?: ConnectionOptions;
-  readonly sasl?: SASLOptions;
+  readonly sasl?: SASLOptions | Mechanism;
 }
 
 function tlsOptions(tls: KafkaTlsConfig): ConnectionOptions {
@@ -18,10 +19,14 @@ function tlsOptions(tls: KafkaTlsConfig): ConnectionOptions {
   };
 }
 
-function saslOptions(sasl: KafkaSaslConfig): SASLOptions {
+function saslOptions(sasl: KafkaSaslConfig): SASLOptions | Mechanism {
   switch (sasl.mechanism) {
-    case 'oauthbearer':
-      return { mechanism: 'oauthbearer', oauthBearerProvider: createOAuthTokenProvider(sasl.token, sasl.extensions) };
+    case 'oauthbearer': {
+      const oauthBearerProvider = createOAuthTokenProvider(sasl.token, sasl.extensions);
+      // kafkajs uses authenticationProvider when set: ours ends a refused exchange as RFC 7628 asks.
+      const options: Extract<SASLOptions, { mechanism: 'oauthbearer' }> & Mechanism = { mechanism: 'oauthbearer', oauthBearerProvider, authenticationProvider: oauthBearerAuthenticator(oauthBearerProvider) };
+      return options;
+    }
     case 'plain':
       return { mechanism: 'plain', username: sasl.username, password: sasl.password };
     case 'scram-sha-256':

@@ -16,6 +16,23 @@ export type OAuthTokenProvider = () => Promise<OAuthToken>;
 
 /** A fetched token is used until this share of its lifetime has passed, as Kafka's Java client does by default. */
 const REFRESH_AT_LIFETIME_SHARE = 0.8;
+/**
+ * ...or until this close to its expiry, whichever comes first. A broker with
+ * connections.max.reauth.ms ends a session when its token expires, and kafkajs logs in
+ * again before every request once less than its reauthenticationThreshold (10 s) is
+ * left; with a token that near its end every request became a login, and the broker
+ * answered some of them with ILLEGAL_SASL_STATE: 503s for 2 s of a 40 s token's life
+ * in test/integration/identity-provider/kafka-oauthbearer.test.ts.
+ */
+const REFRESH_BEFORE_EXPIRY_S = 30;
+/** ...but never before half of it, so a short-lived token is not fetched for every login. */
+const MIN_LIFETIME_SHARE = 0.5;
+
+/** How long a token that lives `lifetimeS` is used before a new one is fetched. */
+export function tokenReuseMs(lifetimeS: number): number {
+  const seconds = Math.min(lifetimeS * REFRESH_AT_LIFETIME_SHARE, Math.max(lifetimeS * MIN_LIFETIME_SHARE, lifetimeS - REFRESH_BEFORE_EXPIRY_S));
+  return seconds * 1000;
+}
 /** Lifetime assumed for a token whose endpoint does not say (no expires_in). */
 const DEFAULT_LIFETIME_S = 300;
 const TOKEN_REQUEST_TIMEOUT_MS = 10_000;
@@ -82,7 +99,7 @@ async function requestToken(
     throw new OAuthTokenError(`token endpoint ${endpoint} answered without an access_token`);
   }
   const lifetimeS = typeof answer.expires_in === 'number' && answer.expires_in > 0 ? answer.expires_in : DEFAULT_LIFETIME_S;
-  return { value: answer.access_token, refreshAt: now() + lifetimeS * 1000 * REFRESH_AT_LIFETIME_SHARE };
+  return { value: answer.access_token, refreshAt: now() + tokenReuseMs(lifetimeS) };
 }
 
 function clientCredentialsProvider(
@@ -108,7 +125,8 @@ function clientCredentialsProvider(
 /**
  * The `oauthBearerProvider` kafkajs calls whenever a connection authenticates (and
  * re-authenticates). A token file is read again each time, so whatever keeps it fresh is
- * followed; a token from the endpoint is reused until most of its lifetime has passed.
+ * followed; a token from the endpoint is reused until most of its lifetime has passed
+ * (tokenReuseMs).
  */
 export function createOAuthTokenProvider(
   source: OAuthTokenSource,

@@ -73,6 +73,13 @@ describe('loadConfig', () => {
     [{ AUTH_JWKS_URL: 'https://idp/jwks', AUTH_JWKS_MAX_AGE_MS: '10' }, 'AUTH_JWKS_MAX_AGE_MS'],
     [{ AUTH_CLOCK_TOLERANCE_S: '301' }, 'AUTH_CLOCK_TOLERANCE_S'],
     [{ AUTH_JWT_SECRET: SECRET, AUTH_JWKS_URL: 'https://idp/jwks' }, 'AUTH_JWT_SECRET, AUTH_JWKS_URL'],
+    [{ AUTH_OIDC_ISSUER: 'idp.example.com' }, 'AUTH_OIDC_ISSUER'],
+    [{ AUTH_OIDC_ISSUER: 'ftp://idp.example.com' }, 'AUTH_OIDC_ISSUER'],
+    [{ AUTH_OIDC_ISSUER: 'https://idp.example.com/?tenant=1' }, 'AUTH_OIDC_ISSUER'],
+    [{ AUTH_OIDC_ISSUER: 'https://idp.example.com#x' }, 'AUTH_OIDC_ISSUER'],
+    [{ AUTH_OIDC_ISSUER: 'https://idp.example.com', AUTH_JWKS_URL: 'https://idp/jwks' }, 'AUTH_JWKS_URL, AUTH_OIDC_ISSUER'],
+    [{ AUTH_OIDC_ISSUER: 'https://idp.example.com', AUTH_ISSUER: 'https://other.example.com' }, 'AUTH_ISSUER'],
+    [{ AUTH_OIDC_ISSUER: 'https://idp.example.com', AUTH_JWKS_TIMEOUT_MS: '0' }, 'AUTH_JWKS_TIMEOUT_MS'],
     [{ KAFKA_BROKERS: 'k:9092' }, 'AUTH_JWT_SECRET'],
     [{ EVENTS_TOPICS: 'ok,bad topic' }, 'EVENTS_TOPICS'],
     [{ EVENTS_TOPICS: 'platform.events,core.device-enrollment.commands' }, 'EVENTS_TOPICS'],
@@ -166,6 +173,15 @@ describe('loadConfig', () => {
     });
     expect(tuned.auth).to.deep.include({ timeoutMs: 500, cooldownMs: 0, maxAgeMs: 60_000 });
     expect(tuned.clockToleranceSeconds).to.equal(0);
+  });
+
+  it('finds the keys of AUTH_OIDC_ISSUER by discovery, and requires that issuer in every token', () => {
+    const oidc = loadConfig({ AUTH_OIDC_ISSUER: 'https://login.example.com/tenant-1/', AUTH_JWKS_COOLDOWN_MS: '5000' });
+    expect(oidc.auth).to.deep.equal({ kind: 'jwks', url: { issuer: 'https://login.example.com/tenant-1/' }, timeoutMs: 2000, cooldownMs: 5000, maxAgeMs: 600_000 });
+    // Kept exactly as written, trailing slash included: `iss` is compared as a string.
+    expect(oidc.issuer).to.equal('https://login.example.com/tenant-1/');
+    expect(loadConfig({ AUTH_OIDC_ISSUER: 'https://idp.example.com', AUTH_ISSUER: 'https://idp.example.com' }).issuer).to.equal('https://idp.example.com');
+    expect(loadConfig({ AUTH_OIDC_ISSUER: 'https://idp.example.com', KAFKA_BROKERS: 'k:9092' }).auth.kind).to.equal('jwks');
   });
 
   it('accepts a one-line PEM with \\n escapes', () => {

@@ -4,7 +4,7 @@ import { createServer, type IncomingMessage, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { OAuthTokenError, createOAuthTokenProvider } from '../../../src/kafka/oauth-token-provider.js';
+import { OAuthTokenError, createOAuthTokenProvider, tokenReuseMs } from '../../../src/kafka/oauth-token-provider.js';
 
 const SECRET = 'client-secret-with:colon&amp';
 
@@ -67,16 +67,24 @@ describe('createOAuthTokenProvider', () => {
     expect([decodeURIComponent(id!), decodeURIComponent(secret!)]).to.deep.equal(['gateway', SECRET]);
   });
 
-  it('reuses a token until 80% of its lifetime has passed, then asks again', async () => {
+  it('reuses a token for 80% of its life, but not into its last 30 s, nor past half of a short one', () => {
+    expect(tokenReuseMs(3600)).to.equal(2880_000);
+    expect(tokenReuseMs(300)).to.equal(240_000);
+    expect(tokenReuseMs(100)).to.equal(70_000);
+    expect(tokenReuseMs(40)).to.equal(20_000);
+    expect(tokenReuseMs(10)).to.equal(5000);
+  });
+
+  it('reuses a token until its reuse time has passed, then asks again', async () => {
     const endpoint = await tokenEndpoint((n) => ({ status: 200, body: { access_token: `token-${n}`, expires_in: 100 } }));
     server = endpoint.server;
-    // A clock the test moves: the refresh point is 80 s after the answer, however slow the machine.
+    // A clock the test moves: the refresh point is tokenReuseMs(100) = 70 s after the answer, however slow the machine.
     let clock = 1_000_000;
     const provider = createOAuthTokenProvider({ kind: 'client-credentials', url: endpoint.url, clientId: 'gateway', clientSecret: SECRET, scope: undefined }, undefined, {
       now: () => clock,
     });
     expect((await provider()).value).to.equal('token-1');
-    clock += 79_999;
+    clock += 69_999;
     expect((await provider()).value).to.equal('token-1');
     expect(endpoint.requests).to.have.length(1);
     clock += 1;
