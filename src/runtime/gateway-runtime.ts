@@ -89,7 +89,7 @@ export async function startRuntime(config: Config, logger: Logger, env: CommandE
     const ingestor = createEventIngestor({ store, schemas });
     const metrics = createGatewayMetrics();
     let closing = false;
-    const readiness: ReadinessProbe[] = [{ name: 'store', check: () => transport.command('SELECT 1') }];
+    const readiness: ReadinessProbe[] = [{ name: 'store', check: () => transport.ping() }];
     let kafka: Kafka | undefined;
     if (config.kafka !== undefined) {
       kafka = await openKafka(config, config.kafka, logger);
