@@ -11,6 +11,10 @@ export interface KeeperMapIdempotencyOptions {
 
 const DAY_SECONDS = 86_400;
 
+// A server whose Keeper session dropped ("Connection loss") reconnects by itself; a claim
+// retried after it is safe, since a claim that did land makes the retry read it back.
+const KEEPER_RETRY_DELAYS_MS = [100, 250, 500, 1000, 2000];
+
 // A failed or overlapping sweep costs nothing but Keeper nodes; expired records are ignored on read.
 const SWEEP_EVERY_MS = 3_600_000;
 
@@ -71,36 +75,48 @@ export function createKeeperMapIdempotencyStore(transport: SqlTransport, options
     }
   }
 
+  async function claimOnce(claim: string, entry: IdempotencyEntry): Promise<IdempotencyEntry> {
+    // Each pass either wins, reads a live record, or removes an expired one; a third
+    // pass is only needed when others keep expiring and recreating the key meanwhile.
+    for (let attempt = 0; attempt < 5; attempt += 1) {
+      if (await insertIfAbsent(claim, entry)) return entry;
+      const [held] = await transport.query<IdempotencyEntry & { live: number }>(
+        `SELECT fingerprint, record, created_at > now64(3) - INTERVAL {window:UInt32} SECOND AS live
+         FROM idempotency_claims WHERE claim = {claim:String}`,
+        { claim, window },
+      );
+      if (held !== undefined && Number(held.live) === 1) return { fingerprint: held.fingerprint, record: held.record };
+      if (held !== undefined) {
+        try {
+          await transport.command(
+            `DELETE FROM idempotency_claims
+             WHERE claim = {claim:String} AND created_at <= now64(3) - INTERVAL {window:UInt32} SECOND
+             SETTINGS keeper_map_strict_mode = 1`,
+            { claim, window },
+          );
+        } catch (error) {
+          // Another gateway removed or replaced the expired record first: claim again.
+          if (!isKeeperFailure(error)) throw error;
+        }
+      }
+    }
+    throw new Error('an Idempotency-Key claim neither won nor found a record after 5 tries');
+  }
+
   return {
     compareAndSet: true,
     async claim(ref: IdempotencyKeyRef, entry: IdempotencyEntry) {
       sweep();
       const claim = JSON.stringify([ref.orgId, ref.scope, ref.key]);
-      // Each pass either wins, reads a live record, or removes an expired one; a third
-      // pass is only needed when others keep expiring and recreating the key meanwhile.
-      for (let attempt = 0; attempt < 5; attempt += 1) {
-        if (await insertIfAbsent(claim, entry)) return entry;
-        const [held] = await transport.query<IdempotencyEntry & { live: number }>(
-          `SELECT fingerprint, record, created_at > now64(3) - INTERVAL {window:UInt32} SECOND AS live
-           FROM idempotency_claims WHERE claim = {claim:String}`,
-          { claim, window },
-        );
-        if (held !== undefined && Number(held.live) === 1) return { fingerprint: held.fingerprint, record: held.record };
-        if (held !== undefined) {
-          try {
-            await transport.command(
-              `DELETE FROM idempotency_claims
-               WHERE claim = {claim:String} AND created_at <= now64(3) - INTERVAL {window:UInt32} SECOND
-               SETTINGS keeper_map_strict_mode = 1`,
-              { claim, window },
-            );
-          } catch (error) {
-            // Another gateway removed or replaced the expired record first: claim again.
-            if (!isKeeperFailure(error)) throw error;
-          }
+      for (const delay of KEEPER_RETRY_DELAYS_MS) {
+        try {
+          return await claimOnce(claim, entry);
+        } catch (error) {
+          if (!isKeeperFailure(error)) throw error;
+          await new Promise((resolve) => setTimeout(resolve, delay));
         }
       }
-      throw new Error('an Idempotency-Key claim neither won nor found a record after 5 tries');
+      return claimOnce(claim, entry);
     },
   };
 }
