@@ -189,7 +189,7 @@ describe('loadConfig', () => {
 });
 
 describe('loadConfig: TLS and SASL towards Kafka and ClickHouse', () => {
-  const tls = (name: string) => resolve(import.meta.dirname, '..', 'fixtures', 'tls', name);
+  const tls = (name: string) => resolve(import.meta.dirname, '..', '..', 'fixtures', 'tls', name);
   const pem = (name: string) => readFileSync(tls(name), 'utf8');
   const PASSWORD = 'pa55-w0rd-that-must-never-show';
   const dir = mkdtempSync(join(tmpdir(), 'core-gateway-config-test-'));
