@@ -5,9 +5,9 @@
 # no download.
 #
 # libchdb.so exports chdb_query_cmdline, which runs clickhouse-local; a small
-# loader (scripts/clickhouse/loader.py under python3, or loader.c compiled once
-# with gcc when python3 is missing) has it open the HTTP listener and keeps it
-# up until the loader gets SIGTERM. Unlike chDB in-process, this server runs
+# loader (scripts/clickhouse/loader.py, under python3, installed with apt-get
+# when missing) has it open the HTTP listener and keeps it up until the loader
+# gets SIGTERM. Unlike chDB in-process, this server runs
 # queries concurrently and speaks the HTTP protocol, so @clickhouse/client and
 # the gateway's CLICKHOUSE_URL work against it. It has no authentication
 # (user default, no password): it binds 127.0.0.1 only.
@@ -20,16 +20,25 @@
 #   CLICKHOUSE_START_TIMEOUT  seconds to wait for GET /ping to answer 200 (default: 60)
 #   CLICKHOUSE_LOG_LEVEL      engine log level (default: information)
 #   CLICKHOUSE_LIB            libchdb.so to load (default: the one under <repo>/node_modules/@chdb)
-#   CLICKHOUSE_LOADER         python or c (default: python when python3 has ctypes, else c)
-#   CLICKHOUSE_TCP_PORT       also open the native protocol on this 127.0.0.1 port (default: off)
-#   CLICKHOUSE_CLUSTER        define a one-shard cluster of this name, this node its only
-#                             replica (needs CLICKHOUSE_TCP_PORT): Distributed tables
-#                             work; replicated ones and ON CLUSTER DDL need Keeper, which
-#                             this server does not have
+#   CLICKHOUSE_TCP_PORT       also open the native protocol on this 127.0.0.1 port (default: off;
+#                             9000 with CLICKHOUSE_SHARDS above 1)
+#   CLICKHOUSE_SHARDS         how many servers, one shard each (default: 1). Shard i (1-based)
+#                             listens on CLICKHOUSE_PORT+i-1 and CLICKHOUSE_TCP_PORT+i-1, keeps
+#                             its state in $CLICKHOUSE_STATE_DIR/shard-i (shard 1: the state dir
+#                             itself) and its data in its state dir's data (or, with
+#                             CLICKHOUSE_DATA_DIR set, that path with -shard-i appended)
+#   CLICKHOUSE_CLUSTER        define a cluster of this name on every server, one shard per
+#                             server, one replica each (default: core with CLICKHOUSE_SHARDS above
+#                             1; needs CLICKHOUSE_TCP_PORT): Distributed tables work; replicated
+#                             tables and ON CLUSTER DDL do not (clickhouse-local has no
+#                             interserver listener and refuses replicated DDL)
+#   CLICKHOUSE_ZOOKEEPER      host:port of a ZooKeeper (npm run zookeeper:start) every server
+#                             connects to: KeeperMap tables work (path prefix /keeper_map_tables)
 #
-# State (pid, port, data dir, logs) is kept in $CLICKHOUSE_STATE_DIR/server.env;
-# scripts/clickhouse-stop.sh uses it. Starting again after a crash or a SIGKILL
-# reuses the same data dir; running this script while the server is up is a no-op.
+# State (pid, port, data dir, logs) is kept in $CLICKHOUSE_STATE_DIR/server.env
+# (plain KEY=value lines, read as data, never run); scripts/clickhouse-stop.sh uses
+# it. Starting again after a crash or a SIGKILL reuses the same data dir; running
+# this script while the servers are up is a no-op, and brings back any that died.
 set -euo pipefail
 
 SCRIPT_DIR="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -42,15 +51,42 @@ die() { printf 'clickhouse-start: ERROR: %s\n' "$*" >&2; exit 1; }
 CLICKHOUSE_PORT="${CLICKHOUSE_PORT:-8123}"
 CLICKHOUSE_START_TIMEOUT="${CLICKHOUSE_START_TIMEOUT:-60}"
 CLICKHOUSE_LOG_LEVEL="${CLICKHOUSE_LOG_LEVEL:-information}"
-CLICKHOUSE_LOADER="${CLICKHOUSE_LOADER:-}"
+CLICKHOUSE_SHARDS="${CLICKHOUSE_SHARDS:-1}"
+[[ "$CLICKHOUSE_SHARDS" =~ ^[1-9]$ ]] || die "CLICKHOUSE_SHARDS must be a number from 1 to 9; got \"$CLICKHOUSE_SHARDS\""
 CLICKHOUSE_TCP_PORT="${CLICKHOUSE_TCP_PORT:-}"
 CLICKHOUSE_CLUSTER="${CLICKHOUSE_CLUSTER:-}"
+if (( CLICKHOUSE_SHARDS > 1 )); then
+  CLICKHOUSE_TCP_PORT="${CLICKHOUSE_TCP_PORT:-9000}"
+  CLICKHOUSE_CLUSTER="${CLICKHOUSE_CLUSTER:-core}"
+fi
+CLICKHOUSE_ZOOKEEPER="${CLICKHOUSE_ZOOKEEPER:-}"
+[[ "$CLICKHOUSE_ZOOKEEPER" =~ ^([A-Za-z0-9.-]+:[0-9]+)?$ ]] || die "CLICKHOUSE_ZOOKEEPER must be host:port; got \"$CLICKHOUSE_ZOOKEEPER\""
 [[ "$CLICKHOUSE_TCP_PORT" =~ ^[0-9]*$ ]] || die "CLICKHOUSE_TCP_PORT must be a port number; got \"$CLICKHOUSE_TCP_PORT\""
 [[ "$CLICKHOUSE_CLUSTER" =~ ^([a-zA-Z_][a-zA-Z0-9_]*)?$ ]] || die "CLICKHOUSE_CLUSTER must be a plain name; got \"$CLICKHOUSE_CLUSTER\""
 [[ -z "$CLICKHOUSE_CLUSTER" || -n "$CLICKHOUSE_TCP_PORT" ]] || die "CLICKHOUSE_CLUSTER needs CLICKHOUSE_TCP_PORT: its shard is reached over the native protocol"
 [[ "$CLICKHOUSE_PORT" =~ ^[0-9]+$ ]] || die "CLICKHOUSE_PORT must be a port number; got \"$CLICKHOUSE_PORT\""
-[[ "$CLICKHOUSE_LOADER" =~ ^(|python|c)$ ]] || die "CLICKHOUSE_LOADER must be python or c; got \"$CLICKHOUSE_LOADER\""
 [[ "$CLICKHOUSE_START_TIMEOUT" =~ ^[0-9]+$ ]] || die "CLICKHOUSE_START_TIMEOUT must be whole seconds; got \"$CLICKHOUSE_START_TIMEOUT\""
+
+# Several shards: this script once per shard, each a server of its own.
+SHARD="${CLICKHOUSE_START_SHARD:-}"
+if [[ -z "$SHARD" ]] && (( CLICKHOUSE_SHARDS > 1 )); then
+  for i in $(seq 1 "$CLICKHOUSE_SHARDS"); do
+    CLICKHOUSE_START_SHARD="$i" CLICKHOUSE_TCP_PORT="$CLICKHOUSE_TCP_PORT" CLICKHOUSE_CLUSTER="$CLICKHOUSE_CLUSTER" \
+      bash "${BASH_SOURCE[0]}" || die "shard $i did not start (the shards before it keep running; npm run clickhouse:stop stops them)"
+  done
+  exit 0
+fi
+SHARD="${SHARD:-1}"
+[[ "$SHARD" =~ ^[1-9]$ ]] && (( SHARD <= CLICKHOUSE_SHARDS )) || die "internal: shard \"$SHARD\" of $CLICKHOUSE_SHARDS"
+BASE_PORT="$CLICKHOUSE_PORT" BASE_TCP_PORT="$CLICKHOUSE_TCP_PORT"
+CLICKHOUSE_PORT=$((BASE_PORT + SHARD - 1))
+[[ -z "$CLICKHOUSE_TCP_PORT" ]] || CLICKHOUSE_TCP_PORT=$((BASE_TCP_PORT + SHARD - 1))
+if (( SHARD > 1 )); then
+  STATE_DIR="$STATE_DIR/shard-$SHARD"
+  [[ -z "${CLICKHOUSE_DATA_DIR:-}" ]] || CLICKHOUSE_DATA_DIR="${CLICKHOUSE_DATA_DIR%/}-shard-$SHARD"
+  log() { printf 'clickhouse-start (shard %s): %s\n' "$SHARD" "$*"; }
+  die() { printf 'clickhouse-start (shard %s): ERROR: %s\n' "$SHARD" "$*" >&2; exit 1; }
+fi
 
 mkdir -p "$STATE_DIR"
 STATE_DIR="$(cd "$STATE_DIR" && pwd -P)"
@@ -65,14 +101,7 @@ source "$SCRIPT_DIR/process-lib.sh"
 
 port_open() { (exec 3<>"/dev/tcp/127.0.0.1/$1") 2>/dev/null; }
 
-# HTTP/1.0 over bash's /dev/tcp: no curl needed, and the server closes the
-# connection after one answer.
-
-# Read one KEY from the state file without clobbering this script's variables.
-state_get() {
-  # shellcheck disable=SC1090
-  (source "$STATE_FILE" >/dev/null 2>&1; printf '%s' "${!1-}")
-}
+state_get() { state_read "$STATE_FILE" "$1"; }
 
 # --- already running? -------------------------------------------------------
 if [[ -f "$STATE_FILE" ]]; then
@@ -121,37 +150,26 @@ else
 fi
 
 # --- the loader ------------------------------------------------------------------
-PYTHON=""
-if [[ "$CLICKHOUSE_LOADER" != c ]]; then
-  # The real interpreter, not a version-manager shim: one exec less, and the
-  # pid we record is the interpreter's from the start.
-  PYTHON="$(python3 -c 'import ctypes, sys; print(sys.executable)' 2>/dev/null || true)"
-  if [[ -z "$PYTHON" && "$CLICKHOUSE_LOADER" == python ]]; then
-    die "CLICKHOUSE_LOADER=python but python3 with ctypes was not found"
+# One loader, in python3 (ctypes): a C twin compiled with gcc used to stand in when
+# python3 was missing, but a compiler is no more likely on a bare machine than
+# python3, and two copies of one program drift apart.
+# The real interpreter, not a version-manager shim: one exec less, and the pid we
+# record is the interpreter's from the start.
+find_python() { python3 -c 'import ctypes, sys; print(sys.executable)' 2>/dev/null || true; }
+PYTHON="$(find_python)"
+if [[ -z "$PYTHON" ]]; then
+  command -v apt-get >/dev/null || die "python3 (with ctypes) is needed to load libchdb.so, and apt-get is not here to install it"
+  log "python3 not found; installing it with apt-get (once)"
+  SUDO=(); (( EUID == 0 )) || SUDO=(sudo)
+  apt_log="$STATE_DIR/apt-python3.log"
+  if ! { "${SUDO[@]}" apt-get install -y --no-install-recommends python3 || { "${SUDO[@]}" apt-get update && "${SUDO[@]}" apt-get install -y --no-install-recommends python3; }; } >"$apt_log" 2>&1; then
+    tail -n 10 "$apt_log" >&2 || true
+    die "apt-get could not install python3 (log $apt_log)"
   fi
+  PYTHON="$(find_python)"
+  [[ -n "$PYTHON" ]] || die "python3 was installed but cannot import ctypes"
 fi
-if [[ -n "$PYTHON" ]]; then
-  LOADER=("$PYTHON" "$SCRIPT_DIR/clickhouse/loader.py")
-  LOADER_KIND="python3 ctypes"
-else
-  LOADER_SRC="$SCRIPT_DIR/clickhouse/loader.c"
-  LOADER_BIN="$STATE_DIR/clickhouse-loader"
-  if [[ ! -x "$LOADER_BIN" || "$LOADER_SRC" -nt "$LOADER_BIN" ]]; then
-    CC="$(command -v gcc || command -v cc || true)"
-    [[ -n "$CC" ]] || die "neither python3 (with ctypes) nor gcc was found; one of them is needed to load libchdb.so"
-    log "python3 not used; compiling scripts/clickhouse/loader.c once into $LOADER_BIN"
-    cc_log="$STATE_DIR/loader-build.log"
-    if ! "$CC" -O2 -o "$LOADER_BIN.tmp" "$LOADER_SRC" -ldl >"$cc_log" 2>&1; then
-      tail -n 20 "$cc_log" >&2 || true
-      rm -f -- "$LOADER_BIN.tmp"
-      die "compiling scripts/clickhouse/loader.c failed (log $cc_log)"
-    fi
-    mv -f -- "$LOADER_BIN.tmp" "$LOADER_BIN"
-    rm -f -- "$cc_log"
-  fi
-  LOADER=("$LOADER_BIN")
-  LOADER_KIND="C loader"
-fi
+LOADER=("$PYTHON" "$SCRIPT_DIR/clickhouse/loader.py")
 
 # --- data dir ------------------------------------------------------------------------
 mkdir -p "$DATA_DIR"
@@ -171,8 +189,20 @@ xml_escape() { sed -e 's/&/\&amp;/g' -e 's/</\&lt;/g' -e 's/>/\&gt;/g' <<<"$1"; 
 ENGINE_CONFIG="$STATE_DIR/clickhouse-config.xml"
 CLUSTER_XML=""
 if [[ -n "$CLICKHOUSE_CLUSTER" ]]; then
-  CLUSTER_XML="    <remote_servers><$CLICKHOUSE_CLUSTER><shard><replica><host>127.0.0.1</host><port>$CLICKHOUSE_TCP_PORT</port></replica></shard></$CLICKHOUSE_CLUSTER></remote_servers>
-    <macros><shard>01</shard><replica>local</replica></macros>"
+  # Every server lists every shard, itself included: a Distributed table on any of
+  # them reaches all. Shard i's native port is the base TCP port + i - 1.
+  SHARDS_XML=""
+  for i in $(seq 1 "$CLICKHOUSE_SHARDS"); do
+    SHARDS_XML+="<shard><replica><host>127.0.0.1</host><port>$((BASE_TCP_PORT + i - 1))</port></replica></shard>"
+  done
+  CLUSTER_XML="    <remote_servers><$CLICKHOUSE_CLUSTER>$SHARDS_XML</$CLICKHOUSE_CLUSTER></remote_servers>
+    <macros><shard>$(printf '%02d' "$SHARD")</shard><replica>local</replica></macros>"
+fi
+ZOOKEEPER_XML=""
+if [[ -n "$CLICKHOUSE_ZOOKEEPER" ]]; then
+  # KeeperMap tables keep their rows under this prefix; the gateway's idempotency keys use one.
+  ZOOKEEPER_XML="    <zookeeper><node><host>${CLICKHOUSE_ZOOKEEPER%:*}</host><port>${CLICKHOUSE_ZOOKEEPER##*:}</port></node></zookeeper>
+    <keeper_map_path_prefix>/keeper_map_tables</keeper_map_path_prefix>"
 fi
 cat >"$ENGINE_CONFIG" <<XML
 <!-- Generated by scripts/clickhouse-start.sh on each start. -->
@@ -183,6 +213,7 @@ cat >"$ENGINE_CONFIG" <<XML
         <count>3</count>
     </logger>
 $CLUSTER_XML
+$ZOOKEEPER_XML
 </clickhouse>
 XML
 
@@ -191,7 +222,7 @@ XML
 # across restarts); failures show those.
 ENGINE_LOG_OFFSET="$(stat -c %s "$ENGINE_LOG" 2>/dev/null || echo 0)"
 OUT_LOG_OFFSET="$(stat -c %s "$OUT_LOG" 2>/dev/null || echo 0)"
-printf '\n==== %s start on 127.0.0.1:%s, data %s (%s)\n' "$(date -u +%FT%TZ)" "$CLICKHOUSE_PORT" "$DATA_DIR" "$LOADER_KIND" >>"$OUT_LOG"
+printf '\n==== %s start on 127.0.0.1:%s, data %s\n' "$(date -u +%FT%TZ)" "$CLICKHOUSE_PORT" "$DATA_DIR" >>"$OUT_LOG"
 
 # The loader makes itself a session and process-group leader, so it outlives
 # this shell and its terminal, and stop can sweep the whole group. Its stdin
@@ -208,16 +239,19 @@ printf '\n==== %s start on 127.0.0.1:%s, data %s (%s)\n' "$(date -u +%FT%TZ)" "$
 CLICKHOUSE_PID=$!
 disown "$CLICKHOUSE_PID" 2>/dev/null || true
 
-# Shell-quoted KEY=value lines (sourced by clickhouse-stop.sh and by a re-run of this script).
-{
-  printf 'CLICKHOUSE_PID=%q\n' "$CLICKHOUSE_PID"
-  printf 'CLICKHOUSE_PORT=%q\n' "$CLICKHOUSE_PORT"
-  printf 'CLICKHOUSE_URL=%q\n' "http://127.0.0.1:$CLICKHOUSE_PORT"
-  printf 'CLICKHOUSE_DATA_DIR=%q\n' "$DATA_DIR"
-  printf 'CLICKHOUSE_LOG=%q\n' "$ENGINE_LOG"
-  printf 'CLICKHOUSE_OUT=%q\n' "$OUT_LOG"
-  printf 'CLICKHOUSE_LIB=%q\n' "$LIB"
-} >"$STATE_FILE"
+# Plain KEY=value lines, read back with state_read by clickhouse-stop.sh, a re-run of
+# this script, the stack scripts and the tests.
+state_write "$STATE_FILE" \
+  CLICKHOUSE_PID "$CLICKHOUSE_PID" \
+  CLICKHOUSE_PORT "$CLICKHOUSE_PORT" \
+  CLICKHOUSE_TCP_PORT "$CLICKHOUSE_TCP_PORT" \
+  CLICKHOUSE_URL "http://127.0.0.1:$CLICKHOUSE_PORT" \
+  CLICKHOUSE_SHARD "$SHARD" \
+  CLICKHOUSE_CLUSTER "$CLICKHOUSE_CLUSTER" \
+  CLICKHOUSE_DATA_DIR "$DATA_DIR" \
+  CLICKHOUSE_LOG "$ENGINE_LOG" \
+  CLICKHOUSE_OUT "$OUT_LOG" \
+  CLICKHOUSE_LIB "$LIB"
 
 # What the loader and the engine wrote during this start.
 new_out() { tail -c "+$((OUT_LOG_OFFSET + 1))" "$OUT_LOG" 2>/dev/null || true; }
@@ -232,7 +266,7 @@ show_logs() {
   } >&2
 }
 
-log "starting ClickHouse (pid $CLICKHOUSE_PID, $LOADER_KIND) on 127.0.0.1:$CLICKHOUSE_PORT, data $DATA_DIR"
+log "starting ClickHouse (pid $CLICKHOUSE_PID) on 127.0.0.1:$CLICKHOUSE_PORT, data $DATA_DIR"
 deadline=$((SECONDS + CLICKHOUSE_START_TIMEOUT))
 while :; do
   if ! alive "$CLICKHOUSE_PID"; then

@@ -45,3 +45,27 @@ is_stack_node() {
   environ="$(tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null)" || return 1
   grep -qxF -- "$main_js" <<<"$args" && grep -qxF -- "CORE_GATEWAY_STACK=$marker" <<<"$environ"
 }
+
+# Prints KEY's value from a state file of plain KEY=value lines (written with
+# state_write), without running the file: a state file is data, never code.
+state_read() {
+  local file="$1" key="$2" line
+  [[ -f "$file" ]] || return 0
+  while IFS= read -r line || [[ -n "$line" ]]; do
+    if [[ "${line%%=*}" == "$key" ]]; then printf '%s' "${line#*=}"; return 0; fi
+  done <"$file"
+}
+
+# Writes KEY=value lines (arguments KEY VALUE KEY VALUE ...) to a state file. A value
+# with a line break could not be read back line by line, so it is refused.
+state_write() {
+  local file="$1" tmp; shift
+  tmp="$file.tmp.$$"
+  : >"$tmp"
+  while (( $# >= 2 )); do
+    [[ "$2" != *$'\n'* ]] || { rm -f -- "$tmp"; printf 'state value of %s has a line break\n' "$1" >&2; return 1; }
+    printf '%s=%s\n' "$1" "$2" >>"$tmp"
+    shift 2
+  done
+  mv -f -- "$tmp" "$file"
+}

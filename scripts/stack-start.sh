@@ -2,12 +2,14 @@
 # Start the production shape on the loopback interface, without Docker: a Kafka
 # broker (scripts/kafka-start.sh), a ClickHouse server (scripts/clickhouse-start.sh),
 # two gateway processes (ROLE=gateway) and one ingest consumer (ROLE=consumer),
-# each of the last three a separate `node dist/src/main.js`.
+# each of the last three a separate `node dist/src/main.js`, and HAProxy in front of
+# the two gateways (Debian's haproxy, installed with apt-get when missing).
 #
 # Environment (all optional):
 #   STACK_DIR              state, secrets, logs (default: <repo>/.stack; logs in $STACK_DIR/logs)
 #   PORT                   first gateway's HTTP port; the second listens on PORT+1 (default: 8080)
 #   CONSUMER_PORT          the consumer's health port, /healthz and /readyz (default: PORT+2)
+#   LB_PORT                HAProxy's port, in front of both gateways (default: PORT+3)
 #   KAFKA_PORT             broker port (default: 9092)
 #   KAFKA_CONTROLLER_PORT  KRaft controller port (default: KAFKA_PORT+1)
 #   CLICKHOUSE_PORT        ClickHouse HTTP port (default: 8123)
@@ -61,11 +63,8 @@ is_our_node() { is_stack_node "$1" "$STACK_DIR/$2" "$MAIN_JS"; }
 node_pid() { cat "$RUN_DIR/$1.pid" 2>/dev/null || true; }
 node_up() { is_our_node "$(node_pid "$1")" "$1"; }
 
-# Read one KEY from a KEY=value file without clobbering this script's variables.
-state_get() {
-  # shellcheck disable=SC1090
-  (source "$1" >/dev/null 2>&1; printf '%s' "${!2-}")
-}
+# One KEY from a KEY=value state file, read as data (process-lib.sh's state_read).
+state_get() { state_read "$1" "$2"; }
 
 kafka_up() {
   local file="$KAFKA_STATE_DIR/broker.env"
@@ -91,10 +90,22 @@ clickhouse_up() {
   grep -q 'libchdb' <<<"$args" && grep -qxF -- "--path=$dir/" <<<"$args"
 }
 
+LB_PID_FILE="$RUN_DIR/haproxy.pid"
+LB_CONFIG="$STACK_DIR/haproxy.cfg"
+# Alive and an haproxy on this stack's config.
+haproxy_up() {
+  local pid args
+  pid="$(cat "$LB_PID_FILE" 2>/dev/null || true)"
+  [[ "$pid" =~ ^[0-9]+$ ]] && alive "$pid" || return 1
+  args="$(tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null)" || return 1
+  grep -q 'haproxy' <<<"$args" && grep -qxF -- "$LB_CONFIG" <<<"$args"
+}
+
 any_part_up() {
   local name
   kafka_up && return 0
   clickhouse_up && return 0
+  haproxy_up && return 0
   for name in "${NODES[@]}"; do node_up "$name" && return 0; done
   return 1
 }
@@ -150,12 +161,13 @@ check_port_number() {
 
 # The stack in STACK_DIR keeps the ports it was started with while any part of it
 # runs, so that a part started again joins the others instead of a stack of its own.
-PORT_VARS=(PORT CONSUMER_PORT KAFKA_PORT KAFKA_CONTROLLER_PORT CLICKHOUSE_PORT)
+PORT_VARS=(PORT CONSUMER_PORT LB_PORT KAFKA_PORT KAFKA_CONTROLLER_PORT CLICKHOUSE_PORT)
 declare -A REQUESTED=()
 for var in "${PORT_VARS[@]}"; do REQUESTED[$var]="${!var:-}"; done
 if [[ -f "$STATE_FILE" ]] && any_part_up; then
   PORT="$(state_get "$STATE_FILE" PORT)"
   CONSUMER_PORT="$(state_get "$STATE_FILE" CONSUMER_PORT)"
+  LB_PORT="$(state_get "$STATE_FILE" LB_PORT)"
   KAFKA_PORT="$(state_get "$STATE_FILE" KAFKA_PORT)"
   KAFKA_CONTROLLER_PORT="$(state_get "$STATE_FILE" KAFKA_CONTROLLER_PORT)"
   CLICKHOUSE_PORT="$(state_get "$STATE_FILE" CLICKHOUSE_PORT)"
@@ -163,6 +175,7 @@ else
   PORT="${PORT:-8080}"
   check_port_number PORT "$PORT"
   CONSUMER_PORT="${CONSUMER_PORT:-$((PORT + 2))}"
+  LB_PORT="${LB_PORT:-$((PORT + 3))}"
   KAFKA_PORT="${KAFKA_PORT:-9092}"
   check_port_number KAFKA_PORT "$KAFKA_PORT"
   KAFKA_CONTROLLER_PORT="${KAFKA_CONTROLLER_PORT:-$((KAFKA_PORT + 1))}"
@@ -185,6 +198,7 @@ done
 GATEWAY_2_PORT=$((PORT + 1))
 check_port_number "PORT+1" "$GATEWAY_2_PORT"
 check_port_number CONSUMER_PORT "$CONSUMER_PORT"
+check_port_number LB_PORT "$LB_PORT"
 check_port_number KAFKA_CONTROLLER_PORT "$KAFKA_CONTROLLER_PORT"
 check_port_number CLICKHOUSE_PORT "$CLICKHOUSE_PORT"
 
@@ -196,7 +210,7 @@ declare -A NODE_PORT_HINT=([gateway-1]="PORT" [gateway-2]="PORT (gateway 2 liste
 check_distinct_ports() {
   local -A seen=()
   local entry name port
-  for entry in "PORT=$PORT" "PORT+1=$GATEWAY_2_PORT" "CONSUMER_PORT=$CONSUMER_PORT" "KAFKA_PORT=$KAFKA_PORT" \
+  for entry in "PORT=$PORT" "PORT+1=$GATEWAY_2_PORT" "CONSUMER_PORT=$CONSUMER_PORT" "LB_PORT=$LB_PORT" "KAFKA_PORT=$KAFKA_PORT" \
                "KAFKA_CONTROLLER_PORT=$KAFKA_CONTROLLER_PORT" "CLICKHOUSE_PORT=$CLICKHOUSE_PORT"; do
     name="${entry%%=*}" port="${entry#*=}"
     [[ -z "${seen[$port]:-}" ]] || die "$name and ${seen[$port]} are both $port; every part needs a port of its own"
@@ -214,6 +228,9 @@ if (( ! KAFKA_WAS_UP )); then
   require_free "$KAFKA_CONTROLLER_PORT" KAFKA_CONTROLLER_PORT
 fi
 (( CLICKHOUSE_WAS_UP )) || require_free "$CLICKHOUSE_PORT" CLICKHOUSE_PORT
+LB_WAS_UP=0
+haproxy_up && LB_WAS_UP=1
+(( LB_WAS_UP )) || require_free "$LB_PORT" LB_PORT
 NODES_DOWN=()
 for name in "${NODES[@]}"; do
   if ! node_up "$name"; then
@@ -341,27 +358,111 @@ wait_until_ready() {
   done
 }
 
-if (( KAFKA_WAS_UP && CLICKHOUSE_WAS_UP && ${#NODES_DOWN[@]} == 0 )); then
+if (( KAFKA_WAS_UP && CLICKHOUSE_WAS_UP && LB_WAS_UP && ${#NODES_DOWN[@]} == 0 )); then
   log "already running; nothing to start"
 fi
 for name in "${NODES_DOWN[@]}"; do launch_node "$name"; done
 wait_until_ready "${NODES_DOWN[@]}"
 
-{
-  printf 'STACK_DIR=%q\n' "$STACK_DIR"
-  printf 'PORT=%q\n' "$PORT"
-  printf 'CONSUMER_PORT=%q\n' "$CONSUMER_PORT"
-  printf 'KAFKA_PORT=%q\n' "$KAFKA_PORT"
-  printf 'KAFKA_CONTROLLER_PORT=%q\n' "$KAFKA_CONTROLLER_PORT"
-  printf 'CLICKHOUSE_PORT=%q\n' "$CLICKHOUSE_PORT"
-  printf 'GATEWAY_1_URL=%q\n' "http://127.0.0.1:$PORT"
-  printf 'GATEWAY_2_URL=%q\n' "http://127.0.0.1:$GATEWAY_2_PORT"
-  printf 'CONSUMER_URL=%q\n' "http://127.0.0.1:$CONSUMER_PORT"
-  printf 'KAFKA_BROKERS=%q\n' "$KAFKA_BROKERS"
-  printf 'CLICKHOUSE_URL=%q\n' "$CLICKHOUSE_URL"
-  printf 'AUTH_JWT_SECRET_FILE=%q\n' "$DEV_SECRET_FILE"
-  printf 'CURSOR_SECRET_FILE=%q\n' "${KEPT_CURSOR_SECRET_FILE:-${CURSOR_SECRET_FILE:-}}"
-} >"$STATE_FILE"
+# --- HAProxy in front of the gateways ---------------------------------------------------
+
+find_haproxy() { command -v haproxy || { [[ -x /usr/sbin/haproxy ]] && printf '/usr/sbin/haproxy'; } || true; }
+
+install_haproxy() {
+  local apt_log="$LOG_DIR/apt-haproxy.log" sudo=()
+  command -v apt-get >/dev/null || die "haproxy is not installed, and apt-get is not here to install it"
+  (( EUID == 0 )) || sudo=(sudo)
+  log "haproxy not found; installing Debian's package with apt-get (once)"
+  # The package's own service is not wanted: this stack runs its own haproxy.
+  if ! { "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends haproxy \
+         || { "${sudo[@]}" apt-get update && "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends haproxy; }; } >"$apt_log" 2>&1; then
+    die "apt-get could not install haproxy; read $apt_log"
+  fi
+}
+
+if (( ! LB_WAS_UP )); then
+  HAPROXY="$(find_haproxy)"
+  [[ -n "$HAPROXY" ]] || { install_haproxy; HAPROXY="$(find_haproxy)"; }
+  [[ -n "$HAPROXY" ]] || die "haproxy was installed but is not on PATH or in /usr/sbin"
+  # Health checks every 500 ms on /readyz, which a gateway fails from the first moment of
+  # its SIGTERM: two failures take it out of rotation. Server connections are closed
+  # after each answer (http-server-close), so none is reused just as a draining gateway
+  # closes it; a refused or dropped connection is retried on the other gateway
+  # (retry-on, redispatch). Enroll requests carry an Idempotency-Key, so a retried POST
+  # cannot make a second command.
+  cat >"$LB_CONFIG.tmp" <<CFG
+# Generated by scripts/stack-start.sh.
+global
+    maxconn 4096
+    log stdout format short local0 notice
+    # Server states and weights: echo "show stat" | socat - UNIX:$RUN_DIR/haproxy.sock
+    stats socket $RUN_DIR/haproxy.sock mode 600 level admin
+
+defaults
+    mode http
+    log global
+    option httplog
+    option http-server-close
+    timeout connect 2s
+    timeout client 60s
+    timeout server 60s
+    timeout http-request 30s
+    timeout http-keep-alive 10s
+    # A check's own answer may take a while on a loaded machine (readiness asks the
+    # store and the broker); unset, this would be the 500 ms interval, and a busy pair of
+    # gateways would both be marked down.
+    timeout check 5s
+    retries 3
+    option redispatch 1
+    retry-on conn-failure empty-response response-timeout
+
+frontend api
+    bind 127.0.0.1:$LB_PORT
+    default_backend gateways
+
+backend gateways
+    balance roundrobin
+    option httpchk GET /readyz
+    http-check expect status 200
+    default-server inter 500ms fastinter 250ms downinter 500ms fall 2 rise 2
+    server gateway-1 127.0.0.1:$PORT check
+    server gateway-2 127.0.0.1:$GATEWAY_2_PORT check
+CFG
+  mv -f -- "$LB_CONFIG.tmp" "$LB_CONFIG"
+  "$HAPROXY" -c -q -f "$LB_CONFIG" >"$LOG_DIR/haproxy-check.log" 2>&1 || die "haproxy refused $LB_CONFIG; read $LOG_DIR/haproxy-check.log"
+  rm -f -- "$LB_PID_FILE"
+  printf '\n==== %s start on 127.0.0.1:%s\n' "$(date -u +%FT%TZ)" "$LB_PORT" >>"$LOG_DIR/haproxy.log"
+  (
+    # shellcheck disable=SC2016  # $$ and $@ belong to the inner bash, which becomes haproxy
+    exec "${SETSID[@]}" bash -c 'echo $$ >"$0"; exec "$@"' "$LB_PID_FILE" "$HAPROXY" -db -f "$LB_CONFIG"
+  ) >>"$LOG_DIR/haproxy.log" 2>&1 </dev/null &
+  disown "$!" 2>/dev/null || true
+  log "starting HAProxy on 127.0.0.1:$LB_PORT in front of both gateways"
+  deadline=$((SECONDS + 30))
+  until haproxy_up && http_ok "$LB_PORT" /readyz; do
+    [[ -s "$LB_PID_FILE" ]] && ! haproxy_up && die "haproxy exited during start-up; read $LOG_DIR/haproxy.log"
+    (( SECONDS < deadline )) || die "HAProxy did not answer GET /readyz on 127.0.0.1:$LB_PORT within 30s; read $LOG_DIR/haproxy.log"
+    sleep 0.2
+  done
+  log "HAProxy ready"
+fi
+
+state_write "$STATE_FILE" \
+  STACK_DIR "$STACK_DIR" \
+  PORT "$PORT" \
+  CONSUMER_PORT "$CONSUMER_PORT" \
+  LB_PORT "$LB_PORT" \
+  KAFKA_PORT "$KAFKA_PORT" \
+  KAFKA_CONTROLLER_PORT "$KAFKA_CONTROLLER_PORT" \
+  CLICKHOUSE_PORT "$CLICKHOUSE_PORT" \
+  GATEWAY_1_URL "http://127.0.0.1:$PORT" \
+  GATEWAY_2_URL "http://127.0.0.1:$GATEWAY_2_PORT" \
+  LB_URL "http://127.0.0.1:$LB_PORT" \
+  CONSUMER_URL "http://127.0.0.1:$CONSUMER_PORT" \
+  KAFKA_BROKERS "$KAFKA_BROKERS" \
+  CLICKHOUSE_URL "$CLICKHOUSE_URL" \
+  AUTH_JWT_SECRET_FILE "$DEV_SECRET_FILE" \
+  CURSOR_SECRET_FILE "${KEPT_CURSOR_SECRET_FILE:-${CURSOR_SECRET_FILE:-}}"
 
 # --- summary --------------------------------------------------------------------------
 
@@ -383,18 +484,20 @@ STOP_COMMAND="npm run stack:stop"
 [[ "$STACK_DIR" == "$REPO_ROOT/.stack" ]] || STOP_COMMAND="STACK_DIR=$(printf '%q' "$STACK_DIR") npm run stack:stop"
 API_A="http://127.0.0.1:$PORT/core/api/v1"
 API_B="http://127.0.0.1:$GATEWAY_2_PORT/core/api/v1"
+API_LB="http://127.0.0.1:$LB_PORT/core/api/v1"
 
 cat <<EOF
 
 core-gateway stack is up (STACK_DIR $STACK_DIR)
   gateway 1        $API_A      (ROLE=gateway, /readyz on http://127.0.0.1:$PORT)
   gateway 2        $API_B      (ROLE=gateway, /readyz on http://127.0.0.1:$GATEWAY_2_PORT)
+  load balancer    $API_LB      (HAProxy, both gateways, health checks on /readyz)
   consumer         http://127.0.0.1:$CONSUMER_PORT/readyz   (ROLE=consumer, health only)
   KAFKA_BROKERS    $KAFKA_BROKERS
   CLICKHOUSE_URL   $CLICKHOUSE_URL
   auth             $AUTH_MODE
   cursor secret    ${KEPT_CURSOR_SECRET_FILE:-${CURSOR_SECRET_FILE:-CURSOR_SECRET from your environment}}
-  logs             $LOG_DIR/  (gateway-1.log gateway-2.log consumer.log kafka.log clickhouse.log)
+  logs             $LOG_DIR/  (gateway-1.log gateway-2.log consumer.log haproxy.log kafka.log clickhouse.log)
 
 Enroll a device on gateway 1 and read it back from gateway 2's feed:
   cd $(printf '%q' "$REPO_ROOT")
@@ -407,7 +510,7 @@ Enroll a device on gateway 1 and read it back from gateway 2's feed:
 (The event shows in the feed once the consumer has stored it, normally within a second.)
 
 Stop: $STOP_COMMAND
-  Stops both gateways and the consumer, then the broker and ClickHouse. ClickHouse's data
+  Stops HAProxy, both gateways and the consumer, then the broker and ClickHouse. ClickHouse's data
   ($(state_get "$CLICKHOUSE_STATE_DIR/server.env" CLICKHOUSE_DATA_DIR)) is kept unless STACK_WIPE=1.
   Kafka's data dir is per run: kafka-stop.sh deletes it, topics and consumer offsets with it
   (KAFKA_KEEP_DATA=1 keeps it), so the next start begins with empty topics.

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Stop the stack started by scripts/stack-start.sh: both gateways first (no new
-# commands), then the consumer, each with SIGTERM and, after STACK_STOP_TIMEOUT,
+# Stop the stack started by scripts/stack-start.sh: HAProxy first, then both
+# gateways (no new commands), then the consumer, each with SIGTERM and, after STACK_STOP_TIMEOUT,
 # SIGKILL; then the broker (scripts/kafka-stop.sh) and the ClickHouse server
 # (scripts/clickhouse-stop.sh).
 #
@@ -88,6 +88,25 @@ keep_kafka_log() {
   fi
 }
 
+# HAProxy, when it runs on this stack's config.
+stop_haproxy() {
+  local pid_file="$RUN_DIR/haproxy.pid" pid args
+  pid="$(cat "$pid_file" 2>/dev/null || true)"
+  [[ -n "$pid" ]] || return 0
+  args="$(tr '\0' '\n' <"/proc/$pid/cmdline" 2>/dev/null || true)"
+  if [[ "$pid" =~ ^[0-9]+$ ]] && alive "$pid" && grep -qxF -- "$STACK_DIR/haproxy.cfg" <<<"$args"; then
+    log "stopping haproxy (pid $pid)"
+    kill -TERM "$pid" 2>/dev/null || true
+    for _ in $(seq 1 50); do alive "$pid" || break; sleep 0.1; done
+    alive "$pid" && kill -KILL "$pid" 2>/dev/null || true
+    for _ in $(seq 1 50); do alive "$pid" || break; sleep 0.1; done
+    alive "$pid" && die "haproxy (pid $pid) is still alive after SIGKILL"
+    log "haproxy stopped"
+  fi
+  rm -f -- "$pid_file"
+}
+
+stop_haproxy
 stop_nodes gateway-1 gateway-2
 stop_nodes consumer
 

@@ -2,7 +2,7 @@
 
 Usage: python3 loader.py LIBCHDB [clickhouse-local options...]
 (scripts/clickhouse-start.sh passes --path, --listen_host, --http_port and the
-logger options; loader.c is the same program for machines without python3.)
+logger options.)
 
 The library's command-line entry, chdb_query_cmdline, runs clickhouse-local,
 whose listeners live only as long as its query. The query below opens the HTTP

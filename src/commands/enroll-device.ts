@@ -1,6 +1,7 @@
 import { AppError } from '../errors/app-error.js';
 import type { DevicePath, EnrollmentAccepted, EnrollmentCommand, EnrollmentRequest } from '../generated/schema-types.js';
 import { commandHeaders, type CommandContext, type CommandEnvironment } from './command-context.js';
+import { nameBasedUuid } from './command-event.js';
 import type { CommandPublisher, PublishRequest } from './command-publisher.js';
 import { fingerprint } from './fingerprint.js';
 import type { IdempotencyKeyRef, IdempotencyStore } from './idempotency-store.js';
@@ -19,10 +20,20 @@ interface AcceptedEnrollment {
   readonly response: EnrollmentAccepted;
 }
 
-/** Builds the command and the answer for one accepted enrollment. */
-export function buildEnrollment(input: EnrollInput, topic: string, env: CommandEnvironment): AcceptedEnrollment {
+/**
+ * The command id of a request with an Idempotency-Key: a name-based UUID of the
+ * organization, the key's scope, the key and the request's digest. Gateways that race on
+ * one key without a compare-and-set under them still publish one command id, which
+ * every consumer folds; a different request under the key gets another id (and a 422).
+ */
+export function keyedCommandId(ref: IdempotencyKeyRef, digest: string): string {
+  return nameBasedUuid(`idempotency-key:${JSON.stringify([ref.orgId, ref.scope, ref.key, digest])}`);
+}
+
+/** Builds the command and the answer for one accepted enrollment; a fresh id unless one is given. */
+export function buildEnrollment(input: EnrollInput, topic: string, env: CommandEnvironment, commandId?: string): AcceptedEnrollment {
   const { context, path, body, idempotencyKey } = input;
-  const enrollmentId = env.newId();
+  const enrollmentId = commandId ?? env.newId();
   const queuedAt = env.now().toISOString();
   const command: EnrollmentCommand = {
     command_id: enrollmentId,
@@ -63,8 +74,9 @@ const keyReused = () =>
  * add carries the command_id that consumers and the feed fold (docs/decisions/idempotency.md).
  *
  * Requests with one key that overlap in this process share one flight: one command, one
- * answer. Across processes, each re-reads the key after recording it and publishes the
- * first record, so gateways agree as soon as the records are visible to each other.
+ * answer. Across processes the idempotency store decides: with Keeper its claim is a
+ * compare-and-set and every gateway publishes the one record that won; without, the
+ * command id derived from the key makes racing gateways' commands one command.
  */
 export function createEnrollDevice(deps: {
   publisher: CommandPublisher;
@@ -75,12 +87,8 @@ export function createEnrollDevice(deps: {
   const inFlight = new Map<string, { readonly digest: string; readonly answer: Promise<EnrollmentAccepted> }>();
 
   async function enrollOnce(input: EnrollInput, ref: IdempotencyKeyRef, digest: string): Promise<EnrollmentAccepted> {
-    let first = await deps.idempotency.find(ref);
-    if (first === undefined) {
-      await deps.idempotency.save(ref, { fingerprint: digest, record: JSON.stringify(buildEnrollment(input, deps.topic, deps.env)) });
-      first = await deps.idempotency.find(ref);
-      if (first === undefined) throw new Error('an idempotency record just saved is not found');
-    }
+    const mine = buildEnrollment(input, deps.topic, deps.env, keyedCommandId(ref, digest));
+    const first = await deps.idempotency.claim(ref, { fingerprint: digest, record: JSON.stringify(mine) });
     if (first.fingerprint !== digest) throw keyReused();
     const accepted = JSON.parse(first.record) as AcceptedEnrollment;
     await deps.publisher.publish(accepted.publish);

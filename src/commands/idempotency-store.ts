@@ -14,7 +14,14 @@ export interface IdempotencyKeyRef {
 }
 
 export interface IdempotencyStore {
-  /** The first entry saved for this key within its retention, if any. */
-  find(ref: IdempotencyKeyRef): Promise<IdempotencyEntry | undefined>;
-  save(ref: IdempotencyKeyRef, entry: IdempotencyEntry): Promise<void>;
+  /**
+   * Records `entry` for the key unless an entry within its window is there already, and
+   * returns the entry that holds: `entry` itself, or the one recorded first. With a
+   * compare-and-set underneath (KeeperMap) every caller, in any process, gets the same
+   * entry; without one, callers that race may each get their own
+   * (docs/decisions/idempotency.md).
+   */
+  claim(ref: IdempotencyKeyRef, entry: IdempotencyEntry): Promise<IdempotencyEntry>;
+  /** Whether claim() is a real compare-and-set; for logs and readiness. */
+  readonly compareAndSet: boolean;
 }

@@ -38,7 +38,24 @@ export interface ClickHouseConfig {
   /** Longest wait for one answer from the server; past it the request fails as unavailable (503). */
   readonly requestTimeoutMs: number;
   /** Tables on a cluster of shards behind Distributed tables (CLICKHOUSE_CLUSTER); undefined is one node. */
-  readonly cluster: { readonly name: string; readonly replicated: boolean } | undefined;
+  readonly cluster:
+    | {
+        readonly name: string;
+        readonly replicated: boolean;
+        /**
+         * HTTP URLs of every shard, the entry node among them (CLICKHOUSE_SHARD_URLS): an
+         * unreplicated cluster's tables are created on each in turn, since ON CLUSTER needs
+         * Keeper DDL. Undefined: the entry node only, allowed only on a one-shard cluster.
+         */
+        readonly shardUrls: readonly string[] | undefined;
+      }
+    | undefined;
+  /**
+   * Where Idempotency-Key records live (IDEMPOTENCY_STORE): `keeper-map`, a KeeperMap table
+   * with a real compare-and-set (the server needs Keeper or ZooKeeper); `table`, a
+   * MergeTree table; `auto` (default), keeper-map where the server can hold it.
+   */
+  readonly idempotencyStore: 'auto' | 'keeper-map' | 'table';
 }
 
 export interface TopicsConfig {
@@ -232,7 +249,20 @@ function parseClickHouse(env: Env): ClickHouseConfig | undefined {
     throw new ConfigError('CLICKHOUSE_CA_FILE', 'applies only to an https:// CLICKHOUSE_URL');
   }
   const ca = certificatesFile(env, 'CLICKHOUSE_CA_FILE')?.pem;
-  return { url: url.toString().replace(/\/$/, ''), username, password, ca, database, requestTimeoutMs, cluster: parseCluster(env) };
+  const idempotencyStore = optional(env, 'IDEMPOTENCY_STORE') ?? 'auto';
+  if (idempotencyStore !== 'auto' && idempotencyStore !== 'keeper-map' && idempotencyStore !== 'table') {
+    throw new ConfigError('IDEMPOTENCY_STORE', `must be auto, keeper-map or table, got "${idempotencyStore}"`);
+  }
+  return {
+    url: url.toString().replace(/\/$/, ''),
+    username,
+    password,
+    ca,
+    database,
+    requestTimeoutMs,
+    cluster: parseCluster(env),
+    idempotencyStore,
+  };
 }
 
 function parseHttpServer(env: Env): HttpServerConfig {
@@ -257,15 +287,31 @@ function parseRateLimit(env: Env): RateLimitConfig | undefined {
 function parseCluster(env: Env): ClickHouseConfig['cluster'] {
   const name = optional(env, 'CLICKHOUSE_CLUSTER');
   const replicated = optional(env, 'CLICKHOUSE_CLUSTER_REPLICATED');
+  const shardUrls = list(env, 'CLICKHOUSE_SHARD_URLS');
   if (name === undefined) {
     if (replicated !== undefined) throw new ConfigError('CLICKHOUSE_CLUSTER_REPLICATED', 'applies only with CLICKHOUSE_CLUSTER');
+    if (shardUrls !== undefined) throw new ConfigError('CLICKHOUSE_SHARD_URLS', 'applies only with CLICKHOUSE_CLUSTER');
     return undefined;
+  }
+  for (const shardUrl of shardUrls ?? []) {
+    let parsed: URL;
+    try {
+      parsed = new URL(shardUrl);
+    } catch {
+      throw new ConfigError('CLICKHOUSE_SHARD_URLS', `"${shardUrl}" is not a URL`);
+    }
+    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
+      throw new ConfigError('CLICKHOUSE_SHARD_URLS', `"${shardUrl}" is not an http:// or https:// URL`);
+    }
   }
   if (!/^[a-zA-Z_][a-zA-Z0-9_]*$/.test(name)) throw new ConfigError('CLICKHOUSE_CLUSTER', `"${name}" is not a plain cluster name`);
   if (replicated !== undefined && replicated !== 'true' && replicated !== 'false') {
     throw new ConfigError('CLICKHOUSE_CLUSTER_REPLICATED', `must be true or false, got "${replicated}"`);
   }
-  return { name, replicated: replicated !== 'false' };
+  if (replicated !== 'false' && shardUrls !== undefined) {
+    throw new ConfigError('CLICKHOUSE_SHARD_URLS', 'applies only with CLICKHOUSE_CLUSTER_REPLICATED=false (a replicated cluster creates its tables ON CLUSTER)');
+  }
+  return { name, replicated: replicated !== 'false', shardUrls: shardUrls?.map((u) => u.replace(/\/$/, '')) };
 }
 
 const JWKS_SETTINGS = ['AUTH_JWKS_TIMEOUT_MS', 'AUTH_JWKS_COOLDOWN_MS', 'AUTH_JWKS_MAX_AGE_MS'] as const;

@@ -2,6 +2,7 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { resolve } from 'node:path';
 import type { CommandEnvironment } from '../commands/command-context.js';
 import type { CommandPublisher } from '../commands/command-publisher.js';
+import type { IdempotencyStore } from '../commands/idempotency-store.js';
 import { createEnrollDevice } from '../commands/enroll-device.js';
 import { createInProcessCommandPublisher } from '../commands/in-process-command-publisher.js';
 import { createUpdateEdgePolicy } from '../commands/update-edge-policy.js';
@@ -19,15 +20,13 @@ import { NotReady, type ReadinessProbe } from '../observability/readiness.js';
 import { createSchemaRegistry, type SchemaRegistry } from '../schemas/schema-registry.js';
 import { createClickHouseCommandLog } from '../store/clickhouse-command-log.js';
 import { createClickHouseEventStore } from '../store/clickhouse-event-store.js';
-import { createClickHouseIdempotencyStore } from '../store/clickhouse-idempotency-store.js';
 import type { EventStore } from '../store/event-store.js';
 import { rowRefusal } from '../store/store-refusal.js';
-import type { SqlTransport } from '../store/sql-transport.js';
 import { createVerifier } from './auth-runtime.js';
 import { startHttpServer, type HttpServer } from './http-server.js';
 import { kafkaCommandPublisher, openKafka, runsOnKafka, startIngestConsumer, type OpenedKafka } from './kafka-runtime.js';
 import { loadOrCreateSecret } from './secrets.js';
-import { openStore } from './store-runtime.js';
+import { openIdempotencyStore, openStore } from './store-runtime.js';
 
 export interface Runtime {
   /** Base URL of the HTTP server, e.g. http://127.0.0.1:8080 (health only for ROLE=consumer). */
@@ -55,7 +54,7 @@ function apiDependencies(
   config: Config,
   logger: Logger,
   env: CommandEnvironment,
-  parts: { transport: SqlTransport; store: EventStore; publisher: CommandPublisher; schemas: SchemaRegistry },
+  parts: { idempotency: IdempotencyStore; store: EventStore; publisher: CommandPublisher; schemas: SchemaRegistry },
 ): ApiDependencies {
   return {
     verifier: createVerifier(config, logger),
@@ -64,7 +63,7 @@ function apiDependencies(
     liveTail: createLiveTail({ store: parts.store, settings: config.liveTail, logger }),
     enroll: createEnrollDevice({
       publisher: parts.publisher,
-      idempotency: createClickHouseIdempotencyStore(parts.transport),
+      idempotency: parts.idempotency,
       topic: config.topics.enrollmentCommands,
       env,
     }),
@@ -102,7 +101,7 @@ export async function startRuntime(config: Config, logger: Logger, env: CommandE
     const ingestor = createEventIngestor({ store, schemas });
     const metrics = createGatewayMetrics();
     let closing = false;
-    const readiness: ReadinessProbe[] = [{ name: 'store', check: () => transport.command('SELECT 1') }];
+    const readiness: ReadinessProbe[] = [{ name: 'store', check: () => transport.ping() }];
     let kafka: OpenedKafka | undefined;
     if (runsOnKafka(config)) {
       kafka = await openKafka(config, logger);
@@ -134,7 +133,9 @@ export async function startRuntime(config: Config, logger: Logger, env: CommandE
               isRowRefusal: (error) => rowRefusal(error) !== undefined,
             });
       closers.push(() => publisher.close());
-      api = apiDependencies(config, logger, env, { transport, store, publisher, schemas });
+      const idempotency = await openIdempotencyStore(transport, config);
+      logger.info({ compareAndSet: idempotency.compareAndSet }, idempotency.compareAndSet ? 'Idempotency-Key records in KeeperMap' : 'Idempotency-Key records in the idempotency_keys table');
+      api = apiDependencies(config, logger, env, { idempotency, store, publisher, schemas });
     }
     const separateOps = config.opsPort !== undefined;
     let ops: HttpServer | undefined;

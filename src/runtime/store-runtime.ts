@@ -1,9 +1,50 @@
 import { resolve } from 'node:path';
-import type { Config } from '../config/config.js';
+import type { IdempotencyStore } from '../commands/idempotency-store.js';
+import type { ClickHouseConfig, Config } from '../config/config.js';
+import { StartupError } from '../errors/startup-error.js';
 import { createChdbTransport } from '../store/chdb-transport.js';
+import { createClickHouseIdempotencyStore } from '../store/clickhouse-idempotency-store.js';
 import { createClickHouseServerTransport } from '../store/clickhouse-server-transport.js';
+import { createKeeperMapIdempotencyStore, keeperMapTableStatement } from '../store/keeper-map-idempotency-store.js';
 import { migrate, type StoreLayout } from '../store/migrations.js';
 import type { SqlTransport } from '../store/sql-transport.js';
+import { isKeeperMapUnavailable } from '../store/store-errors.js';
+
+/**
+ * An unreplicated cluster's tables, created shard by shard: ON CLUSTER needs Keeper DDL,
+ * which a cluster without Keeper (and the local servers, which refuse replicated DDL)
+ * lacks. Every shard must be listed, or a Distributed insert would reach a shard without
+ * its local table.
+ */
+async function migrateShards(entry: SqlTransport, config: ClickHouseConfig, layout: StoreLayout): Promise<void> {
+  const cluster = config.cluster;
+  if (cluster === undefined || cluster.replicated) return;
+  const [row] = await entry.query<{ shards: string | number }>(
+    'SELECT uniqExact(shard_num) AS shards FROM system.clusters WHERE cluster = {cluster:String}',
+    { cluster: cluster.name },
+  );
+  const shards = Number(row?.shards ?? 0);
+  if (shards === 0) throw new StartupError(`CLICKHOUSE_CLUSTER: the server at CLICKHOUSE_URL has no cluster "${cluster.name}" in its remote_servers`);
+  if (cluster.shardUrls === undefined) {
+    if (shards > 1) {
+      throw new StartupError(
+        `CLICKHOUSE_SHARD_URLS: cluster "${cluster.name}" has ${shards} shards and is not replicated; list every shard's HTTP URL so each gets its tables`,
+      );
+    }
+    return;
+  }
+  if (cluster.shardUrls.length !== shards) {
+    throw new StartupError(`CLICKHOUSE_SHARD_URLS: lists ${cluster.shardUrls.length} URLs, but cluster "${cluster.name}" has ${shards} shards`);
+  }
+  for (const url of cluster.shardUrls) {
+    const shard = await createClickHouseServerTransport({ ...config, url });
+    try {
+      await migrate(shard, layout);
+    } finally {
+      await shard.close();
+    }
+  }
+}
 
 /** chDB under DATA_DIR/clickhouse by default; a ClickHouse server when CLICKHOUSE_URL is set. Migrated before use. */
 export async function openStore(config: Config): Promise<SqlTransport> {
@@ -14,10 +55,34 @@ export async function openStore(config: Config): Promise<SqlTransport> {
   const cluster = config.clickhouse?.cluster;
   const layout: StoreLayout = cluster === undefined ? { kind: 'single' } : { kind: 'cluster', cluster: cluster.name, replicated: cluster.replicated };
   try {
+    if (config.clickhouse !== undefined) await migrateShards(transport, config.clickhouse, layout);
     await migrate(transport, layout);
   } catch (error) {
     await transport.close();
     throw error;
   }
   return transport;
+}
+
+/**
+ * The Idempotency-Key store: a KeeperMap table (a real compare-and-set) where the server
+ * has Keeper or ZooKeeper and IDEMPOTENCY_STORE allows it, the idempotency_keys table
+ * otherwise (docs/decisions/idempotency.md).
+ */
+export async function openIdempotencyStore(transport: SqlTransport, config: Config): Promise<IdempotencyStore> {
+  const clickhouse = config.clickhouse;
+  if (clickhouse === undefined || clickhouse.idempotencyStore === 'table') return createClickHouseIdempotencyStore(transport);
+  try {
+    await transport.command(keeperMapTableStatement(clickhouse.database));
+  } catch (error) {
+    if (!isKeeperMapUnavailable(error)) throw error;
+    if (clickhouse.idempotencyStore === 'keeper-map') {
+      throw new StartupError(
+        'IDEMPOTENCY_STORE=keeper-map: the ClickHouse server cannot hold KeeperMap tables (it needs <zookeeper> and <keeper_map_path_prefix> in its config)',
+        { cause: error },
+      );
+    }
+    return createClickHouseIdempotencyStore(transport);
+  }
+  return createKeeperMapIdempotencyStore(transport);
 }

@@ -72,6 +72,13 @@ export function createChdbTransport(options: ChdbTransportOptions): SqlTransport
         throw toStoreError(error, 'insert');
       }
     },
+    async ping() {
+      try {
+        await session.queryAsync('SELECT 1');
+      } catch (error) {
+        throw toStoreError(error, 'ping');
+      }
+    },
     async close() {
       await Promise.all([...writers.values()].map((w) => w.drain()));
       session.close();

@@ -41,6 +41,9 @@ export async function createClickHouseServerTransport(config: ClickHouseConfig):
     request_timeout: config.requestTimeoutMs,
   });
 
+  // One socket for readiness alone, so a probe never waits for one of the requests' sockets.
+  const probe: ClickHouseClient = createClient({ url: config.url, ...common, request_timeout: config.requestTimeoutMs, max_open_connections: 1 });
+
   const clustered = config.cluster !== undefined;
   const readSettings = clustered ? CLUSTER_SETTINGS.read : {};
 
@@ -83,8 +86,12 @@ export async function createClickHouseServerTransport(config: ClickHouseConfig):
         throw toStoreError(error, 'insert');
       }
     },
+    async ping() {
+      const result = await probe.ping();
+      if (!result.success) throw toStoreError(result.error, 'ping');
+    },
     async close() {
-      await client.close();
+      await Promise.all([client.close(), probe.close()]);
     },
   };
 }

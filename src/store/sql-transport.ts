@@ -24,5 +24,11 @@ export interface SqlTransport {
   query<Row>(sql: string, params?: SqlParams): Promise<Row[]>;
   /** Inserts rows (objects keyed by column name) as JSONEachRow, with INSERT_SETTINGS. */
   insert(table: string, rows: readonly object[]): Promise<void>;
+  /**
+   * Whether the engine answers. On a server this goes over a connection of its own: a
+   * readiness probe must not queue behind the requests' queries, or a busy gateway reads
+   * as down and a load balancer takes the last one out of rotation.
+   */
+  ping(): Promise<void>;
   close(): Promise<void>;
 }

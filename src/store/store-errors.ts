@@ -7,8 +7,33 @@ import { AppError } from '../errors/app-error.js';
  */
 const UNREACHABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE', 'EAI_AGAIN']);
 
-// ClickHouse codes that mean overload or shutdown, not a wrong query.
-const UNAVAILABLE_CLICKHOUSE_CODES = new Set([159, 202, 209, 210, 241, 242, 252, 394]);
+// ClickHouse codes that mean overload or shutdown, not a wrong query. 279
+// (ALL_CONNECTION_TRIES_FAILED) is a Distributed read whose shard is down; 999
+// (KEEPER_EXCEPTION) a Keeper or ZooKeeper that cannot be reached (its "node exists"
+// answer is read by isKeeperKeyTaken before this mapping).
+const UNAVAILABLE_CLICKHOUSE_CODES = new Set([159, 202, 209, 210, 241, 242, 252, 279, 394, 999]);
+
+const KEEPER_EXCEPTION = 999;
+// BAD_ARGUMENTS with this text: the server has no keeper_map_path_prefix; NO_ZOOKEEPER: no Keeper at all.
+const KEEPER_MAP_DISABLED = /KeeperMap is disabled/;
+const NO_ZOOKEEPER = 225;
+
+/** A KeeperMap insert under keeper_map_strict_mode refused because the key exists: the compare-and-set lost. */
+export function isKeeperKeyTaken(error: unknown): boolean {
+  const e = clickhouseException(error);
+  return e !== undefined && e.code === KEEPER_EXCEPTION && /Node exists/.test(e.message);
+}
+
+/** A Keeper operation refused or failed; under strict mode, also a version that changed under a delete. */
+export function isKeeperFailure(error: unknown): boolean {
+  return clickhouseException(error)?.code === KEEPER_EXCEPTION;
+}
+
+/** The server cannot hold KeeperMap tables: no Keeper, or no keeper_map_path_prefix in its config. */
+export function isKeeperMapUnavailable(error: unknown): boolean {
+  const e = clickhouseException(error);
+  return e !== undefined && (e.code === NO_ZOOKEEPER || KEEPER_MAP_DISABLED.test(e.message));
+}
 
 // @clickhouse/client reports its request_timeout with a bare Error and this text, nothing else.
 const CLIENT_TIMEOUT_MESSAGE = 'Timeout error.';

@@ -30,6 +30,8 @@ export interface Stack {
   readonly dir: string;
   /** Base URLs of the two gateway processes, e.g. `http://127.0.0.1:41234`. */
   readonly gatewayUrls: readonly [string, string];
+  /** Base URL of HAProxy in front of both gateways. */
+  readonly lbUrl: string;
   readonly brokers: readonly string[];
   readonly clickhouseUrl: string;
   readonly topics: StackTopics;
@@ -42,6 +44,10 @@ export interface Stack {
   logText(node: StackNode): string;
   /** Runs stack-start.sh; resolves once every process answers /readyz. */
   start(): Promise<void>;
+  /** SIGTERMs one gateway process, as a rolling restart does; resolves once it has exited. */
+  terminateGateway(node: 'gateway-1' | 'gateway-2'): Promise<void>;
+  /** Runs stack-start.sh again, which starts the parts that are down; resolves once they answer /readyz. */
+  startAgain(): Promise<void>;
   /** SIGKILLs the consumer process, as a crash would; resolves once it is gone. */
   killConsumer(): Promise<void>;
   /** Starts the consumer again through stack-start.sh; resolves once it has joined its group. */
@@ -72,6 +78,7 @@ interface StackPorts {
   /** The first gateway's; the second listens on gateway + 1. */
   readonly gateway: number;
   readonly consumer: number;
+  readonly lb: number;
   readonly kafka: number;
   readonly kafkaController: number;
   readonly clickhouse: number;
@@ -90,12 +97,12 @@ async function pickPorts(): Promise<StackPorts> {
     }
   };
   const gateway = await pick(2);
-  return { gateway, consumer: await pick(), kafka: await pick(), kafkaController: await pick(), clickhouse: await pick() };
+  return { gateway, consumer: await pick(), lb: await pick(), kafka: await pick(), kafkaController: await pick(), clickhouse: await pick() };
 }
 
 // The stack's configuration is this module's to decide, not the caller's shell's; the
 // jar cache is machine-wide and stays.
-const INHERITED_CONFIG = /^(AUTH_|KAFKA_|CLICKHOUSE_|STACK_|INGEST_)|^(PORT|HOST|ROLE|DATA_DIR|LOG_LEVEL|CURSOR_SECRET|CONSUMER_PORT|COMMAND_TIMEOUT_MS|EVENTS_TOPICS|ENROLLMENT_COMMANDS_TOPIC|EDGE_POLICY_COMMANDS_TOPIC|EVENTS_DLQ_TOPIC)$/;
+const INHERITED_CONFIG = /^(AUTH_|KAFKA_|CLICKHOUSE_|STACK_|INGEST_)|^(PORT|HOST|ROLE|DATA_DIR|LOG_LEVEL|CURSOR_SECRET|CONSUMER_PORT|LB_PORT|COMMAND_TIMEOUT_MS|EVENTS_TOPICS|ENROLLMENT_COMMANDS_TOPIC|EDGE_POLICY_COMMANDS_TOPIC|EVENTS_DLQ_TOPIC)$/;
 const KEPT = new Set(['KAFKA_CACHE_DIR']);
 
 function stackEnvironment(dir: string, ports: StackPorts): NodeJS.ProcessEnv {
@@ -108,6 +115,7 @@ function stackEnvironment(dir: string, ports: StackPorts): NodeJS.ProcessEnv {
     STACK_DIR: dir,
     PORT: String(ports.gateway),
     CONSUMER_PORT: String(ports.consumer),
+    LB_PORT: String(ports.lb),
     KAFKA_PORT: String(ports.kafka),
     KAFKA_CONTROLLER_PORT: String(ports.kafkaController),
     CLICKHOUSE_PORT: String(ports.clickhouse),
@@ -155,6 +163,7 @@ export async function createStack(extraEnv: Readonly<Record<string, string>> = {
   return {
     dir,
     gatewayUrls: [`http://127.0.0.1:${ports.gateway}`, `http://127.0.0.1:${ports.gateway + 1}`],
+    lbUrl: `http://127.0.0.1:${ports.lb}`,
     brokers: [`127.0.0.1:${ports.kafka}`],
     clickhouseUrl: `http://127.0.0.1:${ports.clickhouse}`,
     topics: STACK_TOPICS,
@@ -169,6 +178,16 @@ export async function createStack(extraEnv: Readonly<Record<string, string>> = {
       starting = runScript('stack-start.sh', {}, env);
       await starting;
       secret = readFileSync(join(dir, 'auth-jwt-secret'), 'utf8').trim();
+    },
+    async terminateGateway(node) {
+      const pid = processId(dir, node);
+      if (pid === undefined || !isAlive(pid) || !isStackProcess(pid, dir, node)) throw new Error(`${node} is not running`);
+      process.kill(pid, 'SIGTERM');
+      await waitFor(`${node} gone after SIGTERM`, async () => (isAlive(pid) ? undefined : true), 60_000, 20);
+    },
+    async startAgain() {
+      starting = runScript('stack-start.sh', {}, env);
+      await starting;
     },
     async killConsumer() {
       const pid = processId(dir, 'consumer');

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import type { CommandPublisher, PublishRequest } from '../../../src/commands/command-publisher.js';
-import { createEnrollDevice, type EnrollInput } from '../../../src/commands/enroll-device.js';
+import { createEnrollDevice, keyedCommandId, type EnrollInput } from '../../../src/commands/enroll-device.js';
 import type { IdempotencyEntry, IdempotencyStore } from '../../../src/commands/idempotency-store.js';
 import { AppError } from '../../../src/errors/app-error.js';
 import { createSchemaRegistry } from '../../../src/schemas/schema-registry.js';
@@ -8,21 +8,20 @@ import { uuid } from '../../support/factories.js';
 
 const schemas = createSchemaRegistry();
 
-/** An in-memory idempotency store: the first entry saved for a key is the one found, as in ClickHouse. */
+/** An in-memory idempotency store with a compare-and-set: the first entry claimed for a key holds, as in KeeperMap. */
 function memoryIdempotency(): IdempotencyStore & { readonly saves: number } {
   const entries = new Map<string, IdempotencyEntry>();
   let saves = 0;
   return {
+    compareAndSet: true,
     get saves() {
       return saves;
     },
-    async find(ref) {
-      return entries.get(`${ref.orgId}|${ref.scope}|${ref.key}`);
-    },
-    async save(ref, entry) {
+    async claim(ref, entry) {
       saves += 1;
       const key = `${ref.orgId}|${ref.scope}|${ref.key}`;
       if (!entries.has(key)) entries.set(key, entry);
+      return entries.get(key)!;
     },
   };
 }
@@ -139,30 +138,24 @@ describe('enroll device', () => {
     expect(published).to.have.length(1);
   });
 
-  it('lets two gateways that both missed the key publish the first record, not one each', async () => {
-    // Both finds miss before either save lands, as when two processes race on one key.
-    const shared = memoryIdempotency();
-    let misses = 0;
-    let releaseMisses!: () => void;
-    const bothMissed = new Promise<void>((resolve) => (releaseMisses = resolve));
-    const racing: IdempotencyStore = {
-      async find(ref) {
-        if (misses < 2) {
-          misses += 1;
-          if (misses === 2) releaseMisses();
-          await bothMissed;
-          return undefined;
-        }
-        return shared.find(ref);
-      },
-      save: (ref, entry) => shared.save(ref, entry),
-    };
-    const gatewayA = fakes({ idempotency: racing });
-    const gatewayB = fakes({ idempotency: racing });
+  it('gives two gateways that each see only their own record one command id (no compare-and-set)', async () => {
+    // The worst race without Keeper: every claim returns the entry it was given.
+    const blind: IdempotencyStore = { compareAndSet: false, claim: async (_ref, entry) => entry };
+    const gatewayA = fakes({ idempotency: blind });
+    const gatewayB = fakes({ idempotency: blind });
     const req = input({ idempotencyKey: 'across' });
     const [a, b] = await Promise.all([gatewayA.enroll(req), gatewayB.enroll(req)]);
-    expect(a).to.deep.equal(b);
-    expect(shared.saves).to.equal(2);
-    expect(gatewayA.published[0]).to.deep.equal(gatewayB.published[0]);
+    expect(a.enrollment_id).to.equal(b.enrollment_id);
+    expect(gatewayA.published[0]!.command.commandId).to.equal(gatewayB.published[0]!.command.commandId);
+  });
+
+  it('derives the command id from the organization, scope, key and request', () => {
+    const ref = { orgId: uuid(), scope: 'enroll:p:f:d', key: 'k' };
+    expect(keyedCommandId(ref, 'digest-1')).to.equal(keyedCommandId({ ...ref }, 'digest-1'));
+    expect(keyedCommandId(ref, 'digest-1')).to.match(/^[0-9a-f]{8}-[0-9a-f]{4}-5[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/);
+    for (const other of [{ ...ref, orgId: uuid() }, { ...ref, scope: 'enroll:p:f:e' }, { ...ref, key: 'k2' }]) {
+      expect(keyedCommandId(other, 'digest-1')).to.not.equal(keyedCommandId(ref, 'digest-1'));
+    }
+    expect(keyedCommandId(ref, 'digest-2')).to.not.equal(keyedCommandId(ref, 'digest-1'));
   });
 });

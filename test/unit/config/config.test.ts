@@ -40,7 +40,7 @@ describe('loadConfig', () => {
     });
     expect(config.kafka?.brokers).to.deep.equal(['a:9092', 'b:9093']);
     expect(config.topics.events).to.deep.equal(['platform.events', 'legacy.events']);
-    expect(config.clickhouse).to.deep.equal({ url: 'http://ch:8123', username: 'u@x', password: 'p:w', ca: undefined, database: 'telemetry', requestTimeoutMs: 10_000, cluster: undefined });
+    expect(config.clickhouse).to.deep.equal({ url: 'http://ch:8123', username: 'u@x', password: 'p:w', ca: undefined, database: 'telemetry', requestTimeoutMs: 10_000, cluster: undefined, idempotencyStore: 'auto' });
   });
 
   it('lets CLICKHOUSE_USER, _PASSWORD and _DATABASE beside the URL win', () => {
@@ -100,6 +100,10 @@ describe('loadConfig', () => {
     [{ CLICKHOUSE_URL: 'http://ch', AUTH_JWT_SECRET: SECRET, CLICKHOUSE_CLUSTER: 'a b' }, 'CLICKHOUSE_CLUSTER'],
     [{ CLICKHOUSE_URL: 'http://ch', AUTH_JWT_SECRET: SECRET, CLICKHOUSE_CLUSTER: 'c', CLICKHOUSE_CLUSTER_REPLICATED: 'no' }, 'CLICKHOUSE_CLUSTER_REPLICATED'],
     [{ CLICKHOUSE_URL: 'http://ch', AUTH_JWT_SECRET: SECRET, CLICKHOUSE_CLUSTER_REPLICATED: 'false' }, 'CLICKHOUSE_CLUSTER_REPLICATED'],
+    [{ CLICKHOUSE_URL: 'http://ch', AUTH_JWT_SECRET: SECRET, CLICKHOUSE_SHARD_URLS: 'http://a' }, 'CLICKHOUSE_SHARD_URLS'],
+    [{ CLICKHOUSE_URL: 'http://ch', AUTH_JWT_SECRET: SECRET, CLICKHOUSE_CLUSTER: 'c', CLICKHOUSE_SHARD_URLS: 'http://a' }, 'CLICKHOUSE_SHARD_URLS'],
+    [{ CLICKHOUSE_URL: 'http://ch', AUTH_JWT_SECRET: SECRET, CLICKHOUSE_CLUSTER: 'c', CLICKHOUSE_CLUSTER_REPLICATED: 'false', CLICKHOUSE_SHARD_URLS: 'ftp://a' }, 'CLICKHOUSE_SHARD_URLS'],
+    [{ CLICKHOUSE_URL: 'http://ch', AUTH_JWT_SECRET: SECRET, IDEMPOTENCY_STORE: 'zookeeper' }, 'IDEMPOTENCY_STORE'],
     [{ HTTP_HEADERS_TIMEOUT_MS: '10s' }, 'HTTP_HEADERS_TIMEOUT_MS'],
     [{ HTTP_HEADERS_TIMEOUT_MS: '50' }, 'HTTP_HEADERS_TIMEOUT_MS'],
     [{ HTTP_REQUEST_TIMEOUT_MS: '0' }, 'HTTP_REQUEST_TIMEOUT_MS'],
@@ -137,8 +141,18 @@ describe('loadConfig', () => {
 
   it('reads a ClickHouse cluster, replicated unless told otherwise', () => {
     const base = { CLICKHOUSE_URL: 'http://ch:8123', AUTH_JWT_SECRET: SECRET, CLICKHOUSE_CLUSTER: 'telemetry' };
-    expect(loadConfig(base).clickhouse?.cluster).to.deep.equal({ name: 'telemetry', replicated: true });
-    expect(loadConfig({ ...base, CLICKHOUSE_CLUSTER_REPLICATED: 'false' }).clickhouse?.cluster).to.deep.equal({ name: 'telemetry', replicated: false });
+    expect(loadConfig(base).clickhouse?.cluster).to.deep.equal({ name: 'telemetry', replicated: true, shardUrls: undefined });
+    expect(loadConfig({ ...base, CLICKHOUSE_CLUSTER_REPLICATED: 'false' }).clickhouse?.cluster).to.deep.equal({ name: 'telemetry', replicated: false, shardUrls: undefined });
+    expect(
+      loadConfig({ ...base, CLICKHOUSE_CLUSTER_REPLICATED: 'false', CLICKHOUSE_SHARD_URLS: 'http://a:8123/, http://b:8123' }).clickhouse?.cluster,
+    ).to.deep.equal({ name: 'telemetry', replicated: false, shardUrls: ['http://a:8123', 'http://b:8123'] });
+  });
+
+  it('keeps Idempotency-Key records in KeeperMap where the server can hold it, unless told', () => {
+    const base = { CLICKHOUSE_URL: 'http://ch:8123', AUTH_JWT_SECRET: SECRET };
+    expect(loadConfig(base).clickhouse?.idempotencyStore).to.equal('auto');
+    expect(loadConfig({ ...base, IDEMPOTENCY_STORE: 'table' }).clickhouse?.idempotencyStore).to.equal('table');
+    expect(loadConfig({ ...base, IDEMPOTENCY_STORE: 'keeper-map' }).clickhouse?.idempotencyStore).to.equal('keeper-map');
   });
 
   it('allows split roles only with Kafka and a ClickHouse server', () => {

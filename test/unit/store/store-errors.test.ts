@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { ClickHouseError } from '@clickhouse/client';
-import { toStoreError } from '../../../src/store/store-errors.js';
+import { isKeeperFailure, isKeeperKeyTaken, isKeeperMapUnavailable, toStoreError } from '../../../src/store/store-errors.js';
 
 const networkError = (code: string) => Object.assign(new Error(`connect ${code}`), { code });
 
@@ -15,6 +15,8 @@ describe('store errors', () => {
     ['MEMORY_LIMIT_EXCEEDED (241)', new ClickHouseError({ message: 'Memory limit', code: '241', type: 'MEMORY_LIMIT_EXCEEDED' })],
     ['TOO_MANY_PARTS (252)', new ClickHouseError({ message: 'Too many parts', code: '252', type: 'TOO_MANY_PARTS' })],
     ["MEMORY_LIMIT_EXCEEDED (241) named only in chDB's text", new Error('Code: 241. DB::Exception: Memory limit (total) exceeded. (MEMORY_LIMIT_EXCEEDED)')],
+    ['a dead shard behind a Distributed read (279)', new ClickHouseError({ message: 'All connection tries failed', code: '279', type: 'ALL_CONNECTION_TRIES_FAILED' })],
+    ['a Keeper connection loss (999)', new ClickHouseError({ message: 'Coordination error: Connection loss', code: '999', type: 'KEEPER_EXCEPTION' })],
   ] as const) {
     it(`reads ${what} as unavailable: 503, retriable, no vendor text`, () => {
       const mapped = toStoreError(error, 'query');
@@ -35,4 +37,29 @@ describe('store errors', () => {
       expect(mapped).to.deep.include({ code: 'INTERNAL', status: 500, detail: 'Internal error.' });
     });
   }
+
+  describe('Keeper answers', () => {
+    const nodeExists = new ClickHouseError({ message: 'Transaction failed (Node exists): Op #0, path: /keeper_map_tables/x', code: '999', type: 'KEEPER_EXCEPTION' });
+    const connectionLoss = new ClickHouseError({ message: 'Coordination error: Connection loss', code: '999', type: 'KEEPER_EXCEPTION' });
+    const noPrefix = new ClickHouseError({ message: "KeeperMap is disabled because 'keeper_map_path_prefix' config is not defined", code: '36', type: 'BAD_ARGUMENTS' });
+
+    it('reads a refused insert-if-absent as the key taken, through our wrapping too', () => {
+      expect(isKeeperKeyTaken(nodeExists)).to.equal(true);
+      expect(isKeeperKeyTaken(toStoreError(nodeExists, 'command'))).to.equal(true);
+      expect(isKeeperKeyTaken(connectionLoss)).to.equal(false);
+    });
+
+    it('reads any Keeper exception as a Keeper failure, and nothing else', () => {
+      expect(isKeeperFailure(connectionLoss)).to.equal(true);
+      expect(isKeeperFailure(noPrefix)).to.equal(false);
+      expect(isKeeperFailure(networkError('ECONNREFUSED'))).to.equal(false);
+    });
+
+    it('reads a server without keeper_map_path_prefix or without Keeper as KeeperMap unavailable', () => {
+      expect(isKeeperMapUnavailable(toStoreError(noPrefix, 'command'))).to.equal(true);
+      expect(isKeeperMapUnavailable(new ClickHouseError({ message: 'Cannot use ZooKeeper', code: '225', type: 'NO_ZOOKEEPER' }))).to.equal(true);
+      expect(isKeeperMapUnavailable(new ClickHouseError({ message: 'Syntax error', code: '62', type: 'SYNTAX_ERROR' }))).to.equal(false);
+      expect(isKeeperMapUnavailable(connectionLoss)).to.equal(false);
+    });
+  });
 });

@@ -1,0 +1,129 @@
+import { expect } from 'chai';
+import { randomBytes } from 'node:crypto';
+import { Kafka, logLevel } from 'kafkajs';
+import type { EnrollmentAccepted, EnrollmentCommand } from '../../../src/generated/schema-types.js';
+import { API_PREFIX } from '../../../src/http/app.js';
+import { hs256Token, uuid } from '../../support/factories.js';
+import { startGatewayProcess, type GatewayProcess } from '../../support/gateway-process.js';
+import { startInfra, type TestInfra } from '../../support/infra.js';
+import { readToEnd } from '../../support/kafka-topics.js';
+import { clusterGatewayEnv, clusterInfra, type ClusterInfra } from './cluster-suite.js';
+
+const KEYS = 300;
+/** Requests per key, half to each gateway, all sent at once. */
+const REQUESTS_PER_KEY = 6;
+/** Keys whose requests are in flight together. */
+const KEYS_AT_ONCE = 10;
+
+interface Answer {
+  readonly status: number;
+  readonly body: { data?: EnrollmentAccepted };
+}
+
+/**
+ * Two gateway processes, each entering the cluster through a different shard, race on
+ * the same Idempotency-Keys: every key's requests go to both at the same moment. With
+ * KeeperMap (ZooKeeper under both servers) the claim is a compare-and-set: one command
+ * per key, byte for byte, and one answer. With the MergeTree table there is no
+ * compare-and-set: the command id derived from the key still makes one command id per
+ * key, which consumers fold, and every answer names it.
+ */
+describe('two gateways racing on the same Idempotency-Keys [cluster]', function () {
+  this.timeout(300_000);
+  let cluster: ClusterInfra;
+  let infra: TestInfra;
+  let kafka: Kafka;
+
+  before(async () => {
+    cluster = await clusterInfra();
+    infra = await startInfra('local', { withClickHouse: false });
+    kafka = new Kafka({ brokers: infra.brokers, clientId: 'idempotency-race', logLevel: logLevel.NOTHING });
+  });
+
+  after(async () => {
+    await infra?.stop();
+  });
+
+  async function race(store: 'keeper-map' | 'table') {
+    const secret = randomBytes(32).toString('hex');
+    const suffix = uuid();
+    const shared = clusterGatewayEnv(cluster, {
+      ROLE: 'gateway',
+      LOG_LEVEL: 'warn',
+      AUTH_JWT_SECRET: secret,
+      KAFKA_BROKERS: infra.brokers.join(','),
+      IDEMPOTENCY_STORE: store,
+      ENROLLMENT_COMMANDS_TOPIC: `race.enroll.${suffix}`,
+      EDGE_POLICY_COMMANDS_TOPIC: `race.edge.${suffix}`,
+      EVENTS_TOPICS: `race.events.${suffix}`,
+      EVENTS_DLQ_TOPIC: `race.dlq.${suffix}`,
+    });
+    const gateways: GatewayProcess[] = [];
+    try {
+      // One after the other: both create the database's tables at start.
+      gateways.push(await startGatewayProcess(shared));
+      gateways.push(await startGatewayProcess({ ...shared, CLICKHOUSE_URL: cluster.clickhouse.shards[1]!.url }));
+      const orgId = uuid();
+      const projectId = uuid();
+      const fleetId = uuid();
+      const token = await hs256Token(secret, { orgIds: [orgId] });
+      const keys = Array.from({ length: KEYS }, (_, i) => ({ key: `race-${i}-${uuid()}`, deviceId: uuid() }));
+      const answers = new Map<string, Answer[]>();
+      const send = async (gateway: GatewayProcess, key: string, deviceId: string): Promise<Answer> => {
+        const res = await fetch(`${gateway.url}${API_PREFIX}/projects/${projectId}/fleets/${fleetId}/devices/${deviceId}/enroll`, {
+          method: 'POST',
+          headers: { authorization: `Bearer ${token}`, 'org-id': orgId, 'idempotency-key': key, 'content-type': 'application/json' },
+          body: JSON.stringify({ display_name: `device for ${key}` }),
+        });
+        return { status: res.status, body: (await res.json()) as Answer['body'] };
+      };
+      for (let start = 0; start < keys.length; start += KEYS_AT_ONCE) {
+        await Promise.all(
+          keys.slice(start, start + KEYS_AT_ONCE).map(async ({ key, deviceId }) => {
+            const all = await Promise.all(Array.from({ length: REQUESTS_PER_KEY }, (_, i) => send(gateways[i % 2]!, key, deviceId)));
+            answers.set(key, all);
+          }),
+        );
+      }
+
+      const messages = await readToEnd(kafka, [shared['ENROLLMENT_COMMANDS_TOPIC']!]);
+      const byKey = new Map<string, EnrollmentCommand[]>();
+      for (const m of messages) {
+        const command = JSON.parse(m.value!) as EnrollmentCommand;
+        byKey.set(command.idempotency_key!, [...(byKey.get(command.idempotency_key!) ?? []), command]);
+      }
+      expect(byKey.size, 'keys with commands on the topic').to.equal(KEYS);
+      let differingAnswers = 0;
+      for (const { key } of keys) {
+        const given = answers.get(key)!;
+        const refused = given.find((a) => a.status !== 202);
+        if (refused !== undefined) {
+          const errors = gateways.flatMap((g) => g.logLines().filter((l) => l['level'] === 50).slice(-3));
+          expect.fail(`a request for ${key} answered ${refused.status}: ${JSON.stringify(refused.body)}; the gateways' last errors: ${JSON.stringify(errors)}`);
+        }
+        const commands = byKey.get(key)!;
+        const ids = new Set(commands.map((c) => c.command_id));
+        expect([...ids], `command ids on the topic for ${key}`).to.have.length(1);
+        expect(new Set(given.map((a) => a.body.data!.enrollment_id)), `enrollment ids answered for ${key}`).to.deep.equal(ids);
+        if (new Set(given.map((a) => JSON.stringify(a.body))).size > 1) differingAnswers += 1;
+        if (store === 'keeper-map') {
+          expect(new Set(commands.map((c) => JSON.stringify(c))).size, `distinct commands for ${key}`).to.equal(1);
+          expect(new Set(given.map((a) => JSON.stringify(a.body))).size, `distinct answers for ${key}`).to.equal(1);
+        }
+      }
+      return { messages: messages.length, differingAnswers };
+    } finally {
+      for (const gateway of gateways) await gateway.dispose();
+    }
+  }
+
+  it('publishes one command per key and gives every request the same answer, with KeeperMap under both gateways', async () => {
+    const result = await race('keeper-map');
+    console.log(`      keeper-map: ${KEYS} keys, ${KEYS * REQUESTS_PER_KEY} requests, ${result.messages} messages, ${result.differingAnswers} keys with differing answers`);
+  });
+
+  it('publishes one command id per key and answers it to every request, with the MergeTree table (no compare-and-set)', async () => {
+    const result = await race('table');
+    console.log(`      table: ${KEYS} keys, ${KEYS * REQUESTS_PER_KEY} requests, ${result.messages} messages, ${result.differingAnswers} keys with differing answers`);
+  });
+});
