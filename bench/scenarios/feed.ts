@@ -68,7 +68,7 @@ export async function measureFeed(ctx: BenchContext, sizes: readonly number[]): 
   const orgId = randomUUID();
   const projectId = randomUUID();
   const headers = await callerHeaders(ctx.secret, orgId);
-  const feedUrl = (query: Record<string, string>) => `${gateway.url}/core/api/v1/projects/${projectId}/events?${new URLSearchParams(query)}`;
+  const feedUrl = (query: Record<string, string>) => `${gateway.url}/core/api/v1/projects/${projectId}/events?${new URLSearchParams(query).toString()}`;
   const rows: Row[] = [];
   try {
     let loaded = 0;

@@ -83,7 +83,8 @@ export function jsonBody(): Middleware {
   return async (ctx, next) => {
     if (!hasBody(ctx.headers)) {
       ctx.request.body = undefined;
-      return next();
+      await next();
+      return;
     }
     // The common exact header skips type-is's full media-type parse (~2.6% of the command routes' CPU).
     if (ctx.get('Content-Type') !== 'application/json' && !ctx.is(...JSON_TYPES)) {
@@ -93,7 +94,7 @@ export function jsonBody(): Middleware {
     }
     refuseDeclaredOversize(ctx.get('Content-Length') || undefined);
     normalizeContentEncoding(ctx.req.headers);
-    return readText(ctx, async () => {
+    await readText(ctx, async () => {
       const text: unknown = ctx.request.body;
       // A chunked body of no bytes is no body, as a Content-Length of 0 is.
       ctx.request.body = typeof text === 'string' && text !== '' ? parseBodyJson(text) : undefined;

@@ -12,7 +12,10 @@ import type { GatewayState } from './state.js';
  */
 export function rateLimit(limiter: OrgRateLimiter | undefined, metrics: GatewayMetrics): Middleware<GatewayState> {
   return async (ctx, next) => {
-    if (limiter === undefined) return next();
+    if (limiter === undefined) {
+      await next();
+      return;
+    }
     const verdict = limiter.take(authOf(ctx.state).orgId);
     if (!verdict.allowed) {
       const route = (ctx as { _matchedRoute?: string | RegExp })._matchedRoute;
@@ -22,6 +25,6 @@ export function rateLimit(limiter: OrgRateLimiter | undefined, metrics: GatewayM
         retryAfterSeconds: verdict.retryAfterSeconds,
       });
     }
-    return next();
+    await next();
   };
 }

@@ -238,7 +238,7 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
     // and give way at once when the group rebalances: the batch is then delivered again.
     const beat = setInterval(
       () =>
-        payload.heartbeat().catch((error: unknown) => {
+        void payload.heartbeat().catch((error: unknown) => {
           if (isRebalancing(error)) onRebalance(undefined);
         }),
       Math.floor(options.sessionTimeoutMs / 5),

@@ -37,7 +37,7 @@ export function recordBytes(message: Pick<Message, 'key' | 'value' | 'headers'>)
   let bytes = RECORD_OVERHEAD_BYTES + byteLength(message.key) + byteLength(message.value);
   for (const [name, value] of Object.entries(message.headers ?? {})) {
     const values = Array.isArray(value) ? value : [value];
-    for (const v of values) bytes += HEADER_OVERHEAD_BYTES + Buffer.byteLength(name) + byteLength(v as Buffer | string | undefined);
+    for (const v of values) bytes += HEADER_OVERHEAD_BYTES + Buffer.byteLength(name) + byteLength(v);
   }
   return bytes;
 }

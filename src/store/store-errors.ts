@@ -64,7 +64,7 @@ export function clickhouseException(error: unknown): { code: number; message: st
   const seen = new Set<unknown>();
   for (let e = error; typeof e === 'object' && e !== null && !seen.has(e); e = (e as DriverError).cause) {
     seen.add(e);
-    const code = ownClickhouseCode(e as DriverError);
+    const code = ownClickhouseCode(e);
     if (code !== undefined) {
       const { message } = e as DriverError;
       return { code, message: typeof message === 'string' ? message : '' };

@@ -52,7 +52,7 @@ export function registerEventsStreamRoute(
       },
       createSseSink(body, SSE_RETRY_MS),
     );
-    body.once('close', tail.stop);
+    body.once('close', () => tail.stop());
     ctx.set({
       'Content-Type': 'text/event-stream',
       'Cache-Control': 'no-cache',

@@ -60,7 +60,7 @@ describe('OPS_PORT: health and metrics on a port of their own [clickhouse-server
     const { url, opsUrl } = gw!.runtime;
     expect(opsUrl).to.be.a('string').and.not.equal(url);
     for (const path of ['/healthz', '/readyz', '/metrics']) {
-      expect((await request('GET', new URL(path, opsUrl!).toString())).status, `${path} on OPS_PORT`).to.equal(200);
+      expect((await request('GET', new URL(path, opsUrl).toString())).status, `${path} on OPS_PORT`).to.equal(200);
       const onApi = await request('GET', new URL(path, url).toString());
       expect(onApi.status, `${path} on PORT`).to.equal(404);
       expect(onApi.body).to.deep.include({ ok: 0 });

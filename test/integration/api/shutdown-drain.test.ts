@@ -40,12 +40,12 @@ describe('a gateway shutting down [clickhouse-server]', function () {
         `Host: 127.0.0.1\r\nAuthorization: ${headers.authorization}\r\nORG-ID: ${headers['org-id']}\r\n` +
         `Content-Type: application/json\r\nContent-Length: 100\r\n\r\n{"display_`,
     );
-    expect((await request('GET', new URL('/readyz', opsUrl!).toString())).status, 'ready before the shutdown').to.equal(200);
+    expect((await request('GET', new URL('/readyz', opsUrl).toString())).status, 'ready before the shutdown').to.equal(200);
 
     closed = true;
     const closing = gw!.close();
     const notReady = await waitFor('/readyz to answer 503', async () => {
-      const res = await request<ErrorEnvelope>('GET', new URL('/readyz', opsUrl!).toString());
+      const res = await request<ErrorEnvelope>('GET', new URL('/readyz', opsUrl).toString());
       return res.status === 503 ? res.body : undefined;
     });
     expect(notReady.detail).to.include('process: shutting down');

@@ -103,6 +103,7 @@ describe('a broker that refuses the gateway', function () {
         const logger = createLogger('silent');
         const probe = createKafkaReadiness(config.kafka!, logger);
         const app = createApp({ logger, api: undefined, readiness: [probe], metrics: createGatewayMetrics(), withOpsRoutes: true });
+        // eslint-disable-next-line @typescript-eslint/no-misused-promises -- Koa's handler catches its own rejections (it answers 500 and emits 'error').
         server = createServer(app.callback());
         await new Promise<void>((done) => server!.listen(0, '127.0.0.1', done));
         try {

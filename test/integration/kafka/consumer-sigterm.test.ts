@@ -76,6 +76,7 @@ if (storesUnderTest().includes('clickhouse-server')) {
 
       // The batch in flight at the signal was stored and committed by the shutdown, not dropped for a redelivery.
       const advanced = [...atExit].filter(([p, offset]) => offset > (atSignal.get(p) ?? -1n));
+      // eslint-disable-next-line @typescript-eslint/no-unused-expressions -- chai's .empty asserts when read.
       expect(advanced, `offsets at the signal ${[...atSignal].join(' ')}, at exit ${[...atExit].join(' ')}; its log: ${consumer.output().slice(-4000)}`).to.not.be.empty;
 
       // Committed offsets never come again, so an event below them that the stopped consumer had

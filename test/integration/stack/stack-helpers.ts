@@ -42,7 +42,7 @@ export function enroll(baseUrl: string, tenant: Tenant, options: EnrollOptions =
 
 async function feedPage(baseUrl: string, tenant: Tenant, cursor: string | null): Promise<CanonicalEventPageResponse> {
   const query = new URLSearchParams({ limit: '200', ...(cursor === null ? {} : { cursor }) });
-  const res = await request<CanonicalEventPageResponse>('GET', `${baseUrl}${API_PREFIX}/projects/${tenant.projectId}/events?${query}`, {
+  const res = await request<CanonicalEventPageResponse>('GET', `${baseUrl}${API_PREFIX}/projects/${tenant.projectId}/events?${query.toString()}`, {
     headers: tenant.headers,
   });
   if (res.status !== 200) throw new Error(`the feed answered ${res.status}: ${res.text}`);

@@ -34,8 +34,8 @@ describe('error response mapping', () => {
   });
 
   describe('answers on the bare socket', () => {
-    function answered(code: string | undefined, inFlight?: { headersSent: boolean }): string | 'destroyed' {
-      let written: string | 'destroyed' = '';
+    function answered(code: string | undefined, inFlight?: { headersSent: boolean }): string {
+      let written = '';
       const socket = Object.assign(new PassThrough(), inFlight === undefined ? {} : { _httpMessage: inFlight });
       socket.end = ((chunk: string) => {
         written = chunk;
