@@ -124,7 +124,7 @@ function send(message: FromProvider): void {
 }
 
 let settings: Settings | undefined;
-let handler: ((req: IncomingMessage, res: ServerResponse) => void) | undefined;
+let handler: ((req: IncomingMessage, res: ServerResponse) => Promise<void>) | undefined;
 const jwksFetches: JwksFetch[] = [];
 const tokenRequests: TokenRequest[] = [];
 
@@ -162,7 +162,8 @@ const server = createServer((req, res) => {
     res.writeHead(503).end();
     return;
   }
-  handler(req, res);
+  // Koa answers its own failures (500, and the server_error event above).
+  void handler(req, res);
 });
 
 process.on('message', (message: ToProvider) => {

@@ -118,8 +118,8 @@ describe('the gateway on two ClickHouse shards [cluster]', function () {
         ),
       ),
     );
-    expect(perShard[0], 'projects on shard 1').to.not.be.empty;
-    expect(perShard[1], 'projects on shard 2').to.not.be.empty;
+    expect(perShard[0], 'projects on shard 1').to.have.length.above(0);
+    expect(perShard[1], 'projects on shard 2').to.have.length.above(0);
     const where = new Map<string, number>();
     for (const [i, rows] of perShard.entries()) {
       for (const row of rows) {

@@ -123,7 +123,7 @@ describe('a rolling restart of the gateways behind HAProxy, under 50 keep-alive 
         let cursor: string | null = null;
         do {
           const query = new URLSearchParams({ limit: '200', domain: 'devices', ...(cursor === null ? {} : { cursor }) });
-          const res = await fetch(`${running.lbUrl}${API_PREFIX}/projects/${tenant.projectId}/events?${query}`, { headers: tenant.headers });
+          const res = await fetch(`${running.lbUrl}${API_PREFIX}/projects/${tenant.projectId}/events?${query.toString()}`, { headers: tenant.headers });
           if (res.status !== 200) return undefined;
           const page = (await res.json()) as CanonicalEventPageResponse;
           for (const e of page.data.items) if (e.correlation_id) seen.add(e.correlation_id);

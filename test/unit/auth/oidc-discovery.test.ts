@@ -5,10 +5,10 @@ import { discoverJwksUrl, discoveryUrl } from '../../../src/auth/oidc-discovery.
 function answering(body: unknown, status = 200): { fetch: typeof fetch; asked: string[] } {
   const asked: string[] = [];
   const impl = async (input: string | URL | Request): Promise<Response> => {
-    asked.push(String(input));
+    asked.push(typeof input === 'string' ? input : input instanceof URL ? input.href : input.url);
     return new Response(JSON.stringify(body), { status, headers: { 'content-type': 'application/json' } });
   };
-  return { fetch: impl as typeof fetch, asked };
+  return { fetch: impl, asked };
 }
 
 const signal = () => AbortSignal.timeout(1000);
