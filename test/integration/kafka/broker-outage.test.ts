@@ -51,7 +51,7 @@ describeOnEachStore('broker outage', function (suite) {
       const res = await request<{ data: unknown }>('GET', new URL('/readyz', gateway.baseUrl).toString());
       return res.status === 200 ? res.body.data : undefined;
     }, 60_000, 250);
-    expect(ready).to.deep.equal({ status: 'ready', checks: { store: 'ok', kafka: 'ok', process: 'ok' } });
+    expect(ready).to.deep.equal({ status: 'ready', checks: { store: 'ok', kafka: 'ok', ingest: 'ok', process: 'ok' } });
 
     const deviceId = uuid();
     const accepted = await waitFor('a 202 after the broker is back', async () => {
