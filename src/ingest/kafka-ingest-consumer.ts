@@ -1,4 +1,4 @@
-import type { EachBatchPayload, IHeaders, Kafka } from 'kafkajs';
+import type { EachBatchPayload, Kafka } from 'kafkajs';
 import { REQUEST_ID_MESSAGE_HEADER } from '../commands/command-context.js';
 import { createGroupCommit } from '../concurrency/group-commit.js';
 import type { GatewayMetrics } from '../metrics/gateway-metrics.js';
@@ -7,6 +7,7 @@ import { NotReady, type ReadinessProbe } from '../observability/readiness.js';
 import { createCommitPipeline, FencedError } from './commit-pipeline.js';
 import { createDeadLetterWriter } from './dead-letter-writer.js';
 import { REJECT_REASONS, SickStoreError, type EventIngestor, type MessageFormat, type RawEventMessage, type RejectedMessage } from './event-ingestor.js';
+import { firstHeaderValues } from './message-headers.js';
 import { createSupervisedConsumer, isRebalancing } from './supervised-consumer.js';
 
 export interface IngestConsumerOptions {
@@ -42,16 +43,6 @@ export interface IngestConsumer {
 const BACKOFF_MS = { initial: 200, max: 10_000 };
 // kafkajs's 1 MiB per partition is about 3,000 events, fewer than one insert wants.
 const FETCH_BYTES = { maxBytesPerPartition: 4 * 1024 * 1024, maxBytes: 32 * 1024 * 1024 };
-
-function stringHeaders(headers: IHeaders | undefined): Record<string, Buffer | string> {
-  const out: Record<string, Buffer | string> = {};
-  for (const [name, value] of Object.entries(headers ?? {})) {
-    // Repeated headers keep their first value; undefined ones are dropped.
-    const first = Array.isArray(value) ? value[0] : value;
-    if (first !== undefined) out[name] = first;
-  }
-  return out;
-}
 
 /**
  * One line per command whose event was stored, naming the request that sent it: commands
@@ -230,7 +221,7 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
       format,
       value: m.value,
       key: m.key,
-      headers: stringHeaders(m.headers),
+      headers: firstHeaderValues(m.headers),
       source: { topic: batch.topic, partition: batch.partition, offset: m.offset },
     }));
     const generation = pipeline.generation();
