@@ -7,6 +7,7 @@ import { loadConfig } from '../../src/config/config.js';
 import type { CanonicalEvent } from '../../src/generated/schema-types.js';
 import { openStore } from '../../src/runtime/store-runtime.js';
 import { createClickHouseEventStore } from '../../src/store/clickhouse-event-store.js';
+import { storableEvent } from '../../src/store/event-rows.js';
 import { createTopics } from '../../test/support/kafka-topics.js';
 import { freePort } from '../../test/support/processes.js';
 import { waitFor } from '../../test/support/wait-for.js';
@@ -72,7 +73,7 @@ async function directInsertRate(env: Record<string, string>, events: readonly Ca
   try {
     const store = createClickHouseEventStore(transport);
     const started = Date.now();
-    for (let i = 0; i < events.length; i += batchSize) await store.insertEvents(events.slice(i, i + batchSize));
+    for (let i = 0; i < events.length; i += batchSize) await store.insertEvents(events.slice(i, i + batchSize).map(storableEvent));
     return Math.round(events.length / ((Date.now() - started) / 1000));
   } finally {
     await transport.close();

@@ -7,13 +7,14 @@
 import { loadConfig } from '../../src/config/config.js';
 import { openStore } from '../../src/runtime/store-runtime.js';
 import { createClickHouseEventStore, feedSql } from '../../src/store/clickhouse-event-store.js';
+import { storableEvent } from '../../src/store/event-rows.js';
 import { telemetry } from './bench-events.js';
 import { summarize } from './latency.js';
 
 const [dataDir = '', orgId = '', projectId = '', count = '0', seconds = '5'] = process.argv.slice(2);
 const transport = await openStore(loadConfig({ DATA_DIR: dataDir, AUTH_JWT_SECRET: 'x'.repeat(32) }));
 const store = createClickHouseEventStore(transport);
-const events = telemetry(Number(count), orgId, projectId);
+const events = telemetry(Number(count), orgId, projectId).map(storableEvent);
 for (let i = 0; i < events.length; i += 20_000) await store.insertEvents(events.slice(i, i + 20_000));
 // A settled table, as on the server in the feed scenario: a read takes the newest granule of every part it spans.
 await transport.command('OPTIMIZE TABLE events FINAL');

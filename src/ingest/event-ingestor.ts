@@ -4,7 +4,8 @@ import { AppError, type FieldErrors } from '../errors/app-error.js';
 import type { CanonicalEvent } from '../generated/schema-types.js';
 import { readBoundedJson } from '../json/bounded-json.js';
 import type { SchemaRegistry } from '../schemas/schema-registry.js';
-import type { EventStore } from '../store/event-store.js';
+import { passesThrough } from '../store/event-row-text.js';
+import type { EventStore, StorableEvent } from '../store/event-store.js';
 import { describeRefusal, rowRefusal } from '../store/store-refusal.js';
 import { toStoreTimestamp, TimestampError } from '../store/timestamps.js';
 import { bisectInsert } from './bisect-insert.js';
@@ -82,11 +83,11 @@ export interface EventIngestor {
   ingestEvents(events: readonly CanonicalEvent[]): Promise<void>;
 }
 
-type Parsed = { ok: true; event: CanonicalEvent; identity: string } | { ok: false; reason: RejectReason; detail: string };
+type Parsed = { ok: true; storable: StorableEvent; identity: string } | { ok: false; reason: RejectReason; detail: string };
 
 /** An event to store once, and every message of the batch that carried it (a redelivery adds one). */
 interface Carried {
-  readonly event: CanonicalEvent;
+  readonly storable: StorableEvent;
   readonly messages: { readonly message: RawEventMessage; readonly index: number }[];
 }
 
@@ -121,7 +122,8 @@ function describeFields(fields: FieldErrors): string {
 export function createEventIngestor(deps: { store: EventStore; schemas: SchemaRegistry }): EventIngestor {
   const { schemas } = deps;
 
-  function parse(value: unknown): Parsed {
+  /** `json` is the value's own text, when it is a canonical event that arrived as bytes. */
+  function parse(value: unknown, json?: Buffer): Parsed {
     const checked = schemas.check('canonical-event.schema.json', value);
     if (!checked.ok) return { ok: false, reason: 'schema-violation', detail: describeFields(checked.fields) };
     let storedAt: string;
@@ -131,7 +133,7 @@ export function createEventIngestor(deps: { store: EventStore; schemas: SchemaRe
       if (error instanceof TimestampError) return { ok: false, reason: 'timestamp-out-of-range', detail: error.message };
       throw error;
     }
-    return { ok: true, event: checked.value, identity: eventIdentity(checked.value, storedAt) };
+    return { ok: true, storable: { event: checked.value, storedAt, json }, identity: eventIdentity(checked.value, storedAt) };
   }
 
   function parseRaw(message: RawEventMessage): Parsed {
@@ -149,16 +151,30 @@ export function createEventIngestor(deps: { store: EventStore; schemas: SchemaRe
       return { ok: false, reason, detail: `message value ${reading.detail}` };
     }
     const format = message.format ?? 'canonical-event';
-    if (format === 'canonical-event') return parse(reading.value);
+    if (format === 'canonical-event') return parse(reading.value, typeof value === 'string' ? undefined : value);
     const command = schemas.check(COMMAND_SCHEMAS[format], reading.value);
     if (!command.ok) return { ok: false, reason: 'schema-violation', detail: describeFields(command.fields) };
     return parse(commandEvent(command.value, message.headers?.['traceparent']?.toString()));
   }
 
-  /** Stores the events, isolating the ones the store refuses on their own; a sick store rejects with SickStoreError. */
+  const insert = (part: readonly Carried[]) => deps.store.insertEvents(part.map((c) => c.storable));
+
+  /**
+   * Stores the events, isolating the ones the store refuses on their own; a sick store
+   * rejects with SickStoreError. An event refused as its own text (a key given twice, which
+   * JSON.parse forgives and the engine does not) is written once more encoded from what
+   * validation read, and only a refusal of that is the event's.
+   */
   async function store(items: readonly Carried[]) {
     try {
-      return await bisectInsert(items, { insert: (part) => deps.store.insertEvents(part.map((c) => c.event)), refusal: rowRefusal });
+      const first = await bisectInsert(items, { insert, refusal: rowRefusal });
+      const again = first.refused.filter(({ item }) => passesThrough(item.storable));
+      if (again.length === 0) return first;
+      const encoded = await bisectInsert(
+        again.map(({ item }) => ({ ...item, storable: { ...item.storable, json: undefined } })),
+        { insert, refusal: rowRefusal },
+      );
+      return { refused: [...first.refused.filter(({ item }) => !passesThrough(item.storable)), ...encoded.refused] };
     } catch (error) {
       throw new SickStoreError('event store failed for a reason that is not about the rows', { cause: error });
     }
@@ -167,13 +183,13 @@ export function createEventIngestor(deps: { store: EventStore; schemas: SchemaRe
   return {
     async ingestMessages(messages) {
       const rejected: { readonly index: number; readonly rejection: RejectedMessage }[] = [];
-      const valid: { readonly message: RawEventMessage; readonly index: number; readonly event: CanonicalEvent; readonly identity: string }[] = [];
+      const valid: { readonly message: RawEventMessage; readonly index: number; readonly storable: StorableEvent; readonly identity: string }[] = [];
       messages.forEach((message, index) => {
         const parsed = parseRaw(message);
-        if (parsed.ok) valid.push({ message, index, event: parsed.event, identity: parsed.identity });
+        if (parsed.ok) valid.push({ message, index, storable: parsed.storable, identity: parsed.identity });
         else rejected.push({ index, rejection: { message, reason: parsed.reason, detail: parsed.detail } });
       });
-      const carried: Carried[] = [...foldCopies(valid, (v) => v.identity).values()].map((copies) => ({ event: copies[0]!.event, messages: copies }));
+      const carried: Carried[] = [...foldCopies(valid, (v) => v.identity).values()].map((copies) => ({ storable: copies[0]!.storable, messages: copies }));
       const { refused } = await store(carried);
       let refusedMessages = 0;
       for (const { item, refusal } of refused) {
@@ -188,14 +204,14 @@ export function createEventIngestor(deps: { store: EventStore; schemas: SchemaRe
       return { stored: valid.length - refusedMessages, rejected: rejected.map((r) => r.rejection) };
     },
     async ingestEvents(events) {
-      const valid: { readonly event: CanonicalEvent; readonly identity: string }[] = [];
+      const valid: { readonly storable: StorableEvent; readonly identity: string }[] = [];
       for (const event of events) {
         const parsed = parse(event);
         if (!parsed.ok) throw new AppError('INTERNAL', `built an invalid canonical event: ${parsed.detail}`);
         valid.push(parsed);
       }
       // The store's own error goes to the caller, who answers a request with it.
-      await deps.store.insertEvents([...foldCopies(valid, (v) => v.identity).values()].map((copies) => copies[0]!.event));
+      await deps.store.insertEvents([...foldCopies(valid, (v) => v.identity).values()].map((copies) => copies[0]!.storable));
     },
   };
 }

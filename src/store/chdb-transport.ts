@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { Session } from 'chdb';
 import { createGroupCommit, type GroupCommit } from '../concurrency/group-commit.js';
-import { INSERT_SETTINGS, type SqlParams, type SqlTransport } from './sql-transport.js';
+import { INSERT_SETTINGS, jsonEachRowBody, type JsonRowText, type SqlParams, type SqlTransport } from './sql-transport.js';
 import { toStoreError } from './store-errors.js';
 import { rowRefusal } from './store-refusal.js';
 
@@ -19,17 +19,16 @@ export interface ChdbTransportOptions {
 export function createChdbTransport(options: ChdbTransportOptions): SqlTransport {
   mkdirSync(options.path, { recursive: true });
   const session = new Session(options.path);
-  const writers = new Map<string, GroupCommit<object>>();
+  const writers = new Map<string, GroupCommit<JsonRowText>>();
 
-  function writerFor(table: string): GroupCommit<object> {
+  function writerFor(table: string): GroupCommit<JsonRowText> {
     let writer = writers.get(table);
     if (writer === undefined) {
       // One caller's refused row must not fail the others' rows that shared its INSERT.
       const isolate = (error: unknown) => rowRefusal(error) !== undefined;
-      writer = createGroupCommit<object>(
+      writer = createGroupCommit<JsonRowText>(
         async (rows) => {
-          const payload = rows.map((row) => JSON.stringify(row)).join('\n');
-          await session.insert({ table, values: payload, format: 'JSONEachRow', settings: INSERT_SETTINGS });
+          await session.insert({ table, values: jsonEachRowBody(rows), format: 'JSONEachRow', settings: INSERT_SETTINGS });
         },
         { isolate },
       );

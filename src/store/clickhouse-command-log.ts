@@ -6,13 +6,15 @@ export function createClickHouseCommandLog(transport: SqlTransport): CommandLog 
     async append(commands) {
       await transport.insert(
         'command_log',
-        commands.map((c) => ({
-          topic: c.topic,
-          key: c.key,
-          command_id: c.commandId,
-          value: JSON.stringify(c.value),
-          headers: JSON.stringify(c.headers),
-        })),
+        commands.map((c) =>
+          JSON.stringify({
+            topic: c.topic,
+            key: c.key,
+            command_id: c.commandId,
+            value: JSON.stringify(c.value),
+            headers: JSON.stringify(c.headers),
+          }),
+        ),
       );
     },
   };

@@ -1,5 +1,5 @@
-import type { CanonicalEvent } from '../generated/schema-types.js';
-import { EVENT_COLUMNS, fromEventRow, toEventRow, type EventRow } from './event-rows.js';
+import { EVENT_COLUMNS, fromEventRow, type EventRow } from './event-rows.js';
+import { eventRowText } from './event-row-text.js';
 import type { EventStore, FeedQuery, StoredEvent } from './event-store.js';
 import { createClickHouseTail } from './clickhouse-tail.js';
 import { filterConditions } from './filter-sql.js';
@@ -62,8 +62,8 @@ export function feedSql(query: FeedQuery): { sql: string; params: SqlParams } {
 
 export function createClickHouseEventStore(transport: SqlTransport): EventStore {
   return {
-    async insertEvents(events: readonly CanonicalEvent[]) {
-      await transport.insert('events', events.map(toEventRow));
+    async insertEvents(events) {
+      await transport.insert('events', events.map(eventRowText));
     },
     async listEvents(query: FeedQuery): Promise<StoredEvent[]> {
       const read = (after: FeedQuery['after'], limit: number) => {

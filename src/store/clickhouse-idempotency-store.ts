@@ -25,7 +25,7 @@ export function createClickHouseIdempotencyStore(transport: SqlTransport): Idemp
       const existing = await find(ref);
       if (existing !== undefined) return existing;
       await transport.insert('idempotency_keys', [
-        { org_id: ref.orgId, scope: ref.scope, key: ref.key, fingerprint: entry.fingerprint, record: entry.record },
+        JSON.stringify({ org_id: ref.orgId, scope: ref.scope, key: ref.key, fingerprint: entry.fingerprint, record: entry.record }),
       ]);
       const first = await find(ref);
       if (first === undefined) throw new Error('an idempotency record just saved is not found');

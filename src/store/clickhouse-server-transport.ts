@@ -1,8 +1,10 @@
+import { Readable } from 'node:stream';
+import { finished } from 'node:stream/promises';
 import { createClient, type ClickHouseClient } from '@clickhouse/client';
 import type { ClickHouseConfig } from '../config/config.js';
 import { clickHouseConnectionOptions } from './clickhouse-connection-options.js';
 import type { SqlParams, SqlTransport } from './sql-transport.js';
-import { INSERT_SETTINGS } from './sql-transport.js';
+import { INSERT_SETTINGS, jsonEachRowBody } from './sql-transport.js';
 import { toStoreError } from './store-errors.js';
 
 // Below this many rows an insert is buffered server-side (async_insert) instead of
@@ -72,16 +74,20 @@ export async function createClickHouseServerTransport(config: ClickHouseConfig):
     async insert(table, rows) {
       if (rows.length === 0) return;
       try {
-        await client.insert({
-          table,
-          values: rows as object[],
-          format: 'JSONEachRow',
+        // The rows are JSON text already; client.insert would want objects to encode again.
+        const { stream } = await client.exec({
+          // The name is one of our tables, never input.
+          query: `INSERT INTO ${table} FORMAT JSONEachRow`,
+          values: Readable.from([jsonEachRowBody(rows)], { objectMode: false }),
           clickhouse_settings: {
             ...INSERT_SETTINGS,
             ...(rows.length < ASYNC_INSERT_BELOW_ROWS ? { async_insert: 1, wait_for_async_insert: 1 } : {}),
             ...(clustered ? CLUSTER_SETTINGS.insert : {}),
           },
         });
+        // An insert answers with no rows; reading the answer to its end frees the socket.
+        stream.resume();
+        await finished(stream);
       } catch (error) {
         throw toStoreError(error, 'insert');
       }

@@ -1,4 +1,5 @@
 import type { CanonicalEvent } from '../generated/schema-types.js';
+import type { StorableEvent } from './event-store.js';
 import { fromStoreTimestamp, toStoreTimestamp } from './timestamps.js';
 
 /** One row of the events table, as JSONEachRow writes and reads it. */
@@ -46,8 +47,8 @@ export const EVENT_COLUMNS = [
  */
 export type EventInsertRow = Omit<EventRow, 'payload'> & { payload: Record<string, unknown> | null };
 
-/** Throws TimestampError when occurred_at is outside what the store can hold. */
-export function toEventRow(event: CanonicalEvent): EventInsertRow {
+/** `storedAt` is occurred_at as the store's text (toStoreTimestamp), converted once by whoever validated the event. */
+export function toEventRow(event: CanonicalEvent, storedAt: string): EventInsertRow {
   return {
     id: event.id.toLowerCase(),
     org_id: event.org_id.toLowerCase(),
@@ -55,7 +56,7 @@ export function toEventRow(event: CanonicalEvent): EventInsertRow {
     domain: event.domain,
     entity: event.entity,
     action: event.action,
-    occurred_at: toStoreTimestamp(event.occurred_at),
+    occurred_at: storedAt,
     correlation_id: event.correlation_id?.toLowerCase() ?? null,
     device_id: event.device_id?.toLowerCase() ?? null,
     fleet_id: event.fleet_id?.toLowerCase() ?? null,
@@ -64,6 +65,11 @@ export function toEventRow(event: CanonicalEvent): EventInsertRow {
     span_id: event.span_id ?? null,
     trace_id: event.trace_id ?? null,
   };
+}
+
+/** An event this process built or read, with its timestamp converted; throws TimestampError when the store cannot hold it. */
+export function storableEvent(event: CanonicalEvent): StorableEvent {
+  return { event, storedAt: toStoreTimestamp(event.occurred_at) };
 }
 
 /** Every field of the item is present; the optional ones are null when the event had none. */

@@ -32,9 +32,22 @@ export interface StoredEvent {
   readonly position: FeedPosition;
 }
 
+/**
+ * An event checked against its schema, as validation hands it to the store: occurred_at
+ * is already the store's text (converted once, while validating), and `json` is the
+ * event's own UTF-8 JSON text when it arrived as one, which a store may write as it is
+ * instead of encoding the event again (src/store/event-row-text.ts).
+ */
+export interface StorableEvent {
+  readonly event: CanonicalEvent;
+  /** occurred_at as the store keeps it: 'YYYY-MM-DD hh:mm:ss.ffffff', UTC. */
+  readonly storedAt: string;
+  readonly json?: Buffer | undefined;
+}
+
 /** The event store port. Writes are idempotent by event id as seen by readers. */
 export interface EventStore {
-  insertEvents(events: readonly CanonicalEvent[]): Promise<void>;
+  insertEvents(events: readonly StorableEvent[]): Promise<void>;
   /** Events of one project of one organization, newest first: occurred_at desc, id desc. */
   listEvents(query: FeedQuery): Promise<StoredEvent[]>;
   /** The store's own clock less `settleMs`, as ingested_at text: the live tail reads only rows ingested before it. */

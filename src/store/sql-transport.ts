@@ -8,12 +8,27 @@ export type SqlParam = string | number | boolean | null | readonly string[];
 export type SqlParams = Readonly<Record<string, SqlParam>>;
 
 /**
- * Settings of every JSONEachRow insert, on both engines. A JSON object given for a String
- * column is kept as its JSON text, so a row can carry a payload as the object itself
- * (src/store/event-rows.ts). It is the engines' default; it is set so that a server
- * profile that turns it off cannot change what is stored.
+ * Settings of every JSONEachRow insert, on both engines.
+ * - A JSON object given for a String column is kept as its JSON text, so a row can carry
+ *   a payload as the object itself (src/store/event-rows.ts). It is the engines' default;
+ *   it is set so that a server profile that turns it off cannot change what is stored.
+ * - Timestamps are read best-effort, so an event's own JSON text, with occurred_at in
+ *   RFC 3339, can be its row (src/store/event-row-text.ts). The store's own timestamp
+ *   text reads the same under it.
  */
-export const INSERT_SETTINGS = { input_format_json_read_objects_as_strings: 1 } as const;
+export const INSERT_SETTINGS = { input_format_json_read_objects_as_strings: 1, date_time_input_format: 'best_effort' } as const;
+
+/** One row as JSONEachRow text: a JSON object whose members are columns. Bytes are UTF-8. */
+export type JsonRowText = string | Buffer;
+
+const NEWLINE = Buffer.from('\n');
+
+/** The rows as one JSONEachRow body. */
+export function jsonEachRowBody(rows: readonly JsonRowText[]): Buffer {
+  const parts: Buffer[] = [];
+  for (const row of rows) parts.push(typeof row === 'string' ? Buffer.from(row) : row, NEWLINE);
+  return Buffer.concat(parts);
+}
 
 export interface SqlTransport {
   /** Which engine answers; for logs and readiness, never for branching SQL. */
@@ -22,8 +37,8 @@ export interface SqlTransport {
   command(sql: string, params?: SqlParams): Promise<void>;
   /** A SELECT; each row is one JSONEachRow object. */
   query<Row>(sql: string, params?: SqlParams): Promise<Row[]>;
-  /** Inserts rows (objects keyed by column name) as JSONEachRow, with INSERT_SETTINGS. */
-  insert(table: string, rows: readonly object[]): Promise<void>;
+  /** Inserts rows as JSONEachRow, with INSERT_SETTINGS. */
+  insert(table: string, rows: readonly JsonRowText[]): Promise<void>;
   /**
    * Whether the engine answers. On a server this goes over a connection of its own: a
    * readiness probe must not queue behind the requests' queries, or a busy gateway reads

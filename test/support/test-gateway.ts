@@ -26,7 +26,7 @@ export interface TestGateway {
   readonly runtime: Runtime;
   tenant(): Tenant;
   call<B = unknown>(method: string, path: string, options?: RequestOptions): Promise<HttpResponse<B>>;
-  /** Puts events into the store through the real ingest path. */
+  /** Puts events into the store through the real ingest path, each as the bytes of a Kafka message. */
   seed(events: readonly CanonicalEvent[]): Promise<void>;
   /** Closes the runtime, runs `whileDown` if given, and opens it again on the same data directory. */
   restart(whileDown?: () => Promise<void>): Promise<void>;
@@ -76,7 +76,7 @@ export async function startTestGateway(extraEnv: Record<string, string> = {}): P
       return request(method, `${baseUrl}${path}`, options);
     },
     async seed(events) {
-      const result = await runtime.ingestor.ingestMessages(events.map((e) => ({ value: JSON.stringify(e) })));
+      const result = await runtime.ingestor.ingestMessages(events.map((e) => ({ value: Buffer.from(JSON.stringify(e)) })));
       if (result.rejected.length > 0) throw new Error(`seed rejected: ${result.rejected.map((r) => r.detail).join(', ')}`);
     },
     async restart(whileDown) {

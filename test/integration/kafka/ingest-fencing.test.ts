@@ -33,7 +33,7 @@ function switchableStore(transport: SqlTransport, stored: StoredIds = new Set())
         throw Object.assign(new Error('connect ECONNREFUSED (injected)'), { code: 'ECONNREFUSED' });
       }
       await real.insertEvents(events);
-      for (const e of events) stored.add(e.id);
+      for (const e of events) stored.add(e.event.id);
     },
   };
   return { store, state, stored };

@@ -27,7 +27,7 @@ function memoryStore(fail = false) {
   const store: EventStore = {
     async insertEvents(events) {
       if (fail) throw new Error('store down');
-      batches.push([...events]);
+      batches.push(events.map((e) => e.event));
     },
     ...NO_READS,
   };
@@ -46,11 +46,11 @@ function constrainedStore(options: { sickFromInsert?: number } = {}) {
     async insertEvents(events) {
       state.inserts += 1;
       if (options.sickFromInsert !== undefined && state.inserts >= options.sickFromInsert) throw toStoreError(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }), 'insert');
-      if (events.some((e) => e.entity === 'poison')) {
+      if (events.some((e) => e.event.entity === 'poison')) {
         const message = "Constraint `no_poison` for table default.events is violated at row 1. Expression: (entity != 'poison'). ";
         throw toStoreError(new ClickHouseError({ message, code: '469', type: 'VIOLATED_CONSTRAINT' }), 'insert');
       }
-      stored.push(...events.map((e) => e.id));
+      stored.push(...events.map((e) => e.event.id));
     },
     ...NO_READS,
   };
@@ -143,8 +143,8 @@ describe('event ingestor', () => {
     const store: EventStore = {
       async insertEvents(events) {
         // What JSON.stringify throws for a value nested too deep, wrapped as the transports wrap it.
-        if (events.some((e) => e.entity === 'unencodable')) throw toStoreError(new RangeError('Maximum call stack size exceeded'), 'insert');
-        stored.push(...events.map((e) => e.id));
+        if (events.some((e) => e.event.entity === 'unencodable')) throw toStoreError(new RangeError('Maximum call stack size exceeded'), 'insert');
+        stored.push(...events.map((e) => e.event.id));
       },
       ...NO_READS,
     };
