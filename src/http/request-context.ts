@@ -33,11 +33,12 @@ export function requestContext(logger: Logger): Middleware<GatewayState> {
     // pino's child() serializes and redacts its bindings at once; most requests log nothing
     // below the access line (and nothing at all at LOG_LEVEL=warn), so the child is made on first use.
     let log: Logger | undefined;
+    const bindings = () => ({ requestId, ...(trace === undefined ? {} : { traceId: trace.traceId }) });
     ctx.state.request = {
       requestId,
       trace,
       get log() {
-        return (log ??= logger.child({ requestId, ...(trace === undefined ? {} : { traceId: trace.traceId }) }));
+        return (log ??= logger.child(bindings()));
       },
     };
     ctx.set(REQUEST_ID_HEADER, requestId);
@@ -56,7 +57,9 @@ export function requestContext(logger: Logger): Middleware<GatewayState> {
           ...(ctx.state.auth === undefined ? {} : { orgId: ctx.state.auth.orgId, subject: ctx.state.auth.principal.subject }),
           ...(ctx.state.commandId === undefined ? {} : { commandId: ctx.state.commandId }),
         };
-        ctx.state.request.log[level](line, 'request');
+        // The same fields as the child's lines, without making a child for this one line.
+        if (log === undefined) logger[level]({ ...bindings(), ...line }, 'request');
+        else log[level](line, 'request');
       }
     }
   };

@@ -34,6 +34,8 @@ describe('bounded JSON reading (HTTP bodies and Kafka messages alike)', () => {
       ['{"a":{"__proto__":1}}', 'proto-key'],
       ['{"\\u005f_proto__":1}', 'proto-key'],
       ['{"a":[1E+400]}', 'number-out-of-range'],
+      // No exponent: 400 digits are beyond a double too.
+      [`{"a":1${'0'.repeat(400)}}`, 'number-out-of-range'],
     ];
     for (const [text, problem] of cases) {
       const reading = readBoundedJson(text);
@@ -48,6 +50,14 @@ describe('bounded JSON reading (HTTP bodies and Kafka messages alike)', () => {
       ok: true,
       value: { text: `${'['.repeat(500)} __proto__ 1e400` },
     });
+  });
+
+  it('reads many shallow brackets, and counts only those outside strings when there are many', () => {
+    const wide = JSON.stringify({ list: Array.from({ length: 200 }, (_, i) => ({ i, tags: [i] })) });
+    expect(readBoundedJson(wide).ok).to.equal(true);
+    const deepInStrings = JSON.stringify({ a: Array.from({ length: 50 }, () => '{[') });
+    expect(readBoundedJson(deepInStrings).ok).to.equal(true);
+    expect(readBoundedJson(`{"s":"${'{'.repeat(40)}","v":${nested(MAX_JSON_DEPTH)}}`)).to.include({ ok: false, problem: 'too-deep' });
   });
 
   it('agrees with the rules applied member by member, on any JSON and on text near it', () => {
