@@ -142,7 +142,7 @@ export interface Config {
 }
 
 function parseIngest(env: Env): Config['ingest'] {
-  const batchSize = integer(env, 'INGEST_BATCH_SIZE', 20_000, 1, 1_000_000);
+  const batchSize = integer(env, 'INGEST_BATCH_SIZE', 50_000, 1, 1_000_000);
   return {
     batchSize,
     batchWaitMs: integer(env, 'INGEST_BATCH_WAIT_MS', 200, 0, 60_000),
