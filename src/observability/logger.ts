@@ -4,6 +4,9 @@ import { fieldCensor } from './redact.js';
 export type { Logger };
 
 const CENSOR = '[redacted]';
+/** Lines are written once this many bytes wait, or every LOG_FLUSH_MS, whichever comes first. */
+const LOG_BUFFER_BYTES = 4096;
+const LOG_FLUSH_MS = 100;
 const REDACTED_FIELDS = ['authorization', 'cookie', 'token', 'secret', 'password', 'body', 'payload', 'patch'];
 
 /**
@@ -28,6 +31,6 @@ export function createLogger(level: string, destination?: NodeJS.WritableStream)
       formatters: { log: fieldCensor(REDACTED_FIELDS, 2, CENSOR) },
       redact: { paths: REDACTED_FIELDS, censor: CENSOR },
     },
-    destination ?? pino.destination({ dest: 1, sync: false }),
+    destination ?? pino.destination({ dest: 1, sync: false, minLength: LOG_BUFFER_BYTES, periodicFlush: LOG_FLUSH_MS }),
   );
 }
