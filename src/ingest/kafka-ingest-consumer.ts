@@ -41,8 +41,14 @@ export interface IngestConsumer {
 }
 
 const BACKOFF_MS = { initial: 200, max: 10_000 };
-// kafkajs's 1 MiB per partition is about 3,000 events, fewer than one insert wants.
-const FETCH_BYTES = { maxBytesPerPartition: 4 * 1024 * 1024, maxBytes: 32 * 1024 * 1024 };
+/**
+ * kafkajs's 1 MiB per partition is about 3,000 events, fewer than one insert wants. A
+ * fetch waits for 64 KiB (or 250 ms): answered at the first message, a consumer of a
+ * steady trickle (the command topics under enrollments) fetched, handled and committed a
+ * few messages at a time, and its fetches and commits slowed the broker's acknowledgements
+ * of the very commands it was reading.
+ */
+const FETCH_BYTES = { minBytes: 64 * 1024, maxBytesPerPartition: 4 * 1024 * 1024, maxBytes: 32 * 1024 * 1024 };
 
 /**
  * One line per command whose event was stored, naming the request that sent it: commands

@@ -7,7 +7,7 @@ export interface SupervisedConsumerOptions {
   readonly topics: readonly string[];
   /** Silence after which the group hands this member's partitions to another; heartbeats go every third of it. */
   readonly sessionTimeoutMs: number;
-  readonly fetch: { readonly maxBytesPerPartition: number; readonly maxBytes: number };
+  readonly fetch: { readonly minBytes: number; readonly maxBytesPerPartition: number; readonly maxBytes: number };
   readonly run: Pick<ConsumerRunConfig, 'eachBatch' | 'partitionsConsumedConcurrently'>;
   /**
    * A rebalance began (`assignment` undefined) or this member joined a generation with
@@ -52,6 +52,7 @@ export function createSupervisedConsumer(options: SupervisedConsumerOptions): Su
       sessionTimeout: options.sessionTimeoutMs,
       heartbeatInterval: Math.floor(options.sessionTimeoutMs / 3),
       maxWaitTimeInMs: 250,
+      minBytes: options.fetch.minBytes,
       maxBytesPerPartition: options.fetch.maxBytesPerPartition,
       maxBytes: options.fetch.maxBytes,
       // After a crash (the broker gone, say) kafkajs restarts the consumer on a timer that
