@@ -1,21 +1,48 @@
 import { freePort } from '../../test/support/processes.js';
-import { autocannon, type LoadRun } from '../support/autocannon.js';
+import { autocannon, freshKeyAutocannon, type LoadRun } from '../support/autocannon.js';
 import { tsxProcess } from '../support/bench-process.js';
 import type { Row } from '../support/results.js';
 
-/** Bare Koa under autocannon: the ceiling of HTTP on this machine, and of the load generator. */
-export async function measureCeiling(seconds: number): Promise<{ rows: Row[]; ceiling: { post50: LoadRun; get50: LoadRun; post200: LoadRun } }> {
+export interface Ceiling {
+  readonly post50: LoadRun;
+  readonly get50: LoadRun;
+  readonly post200: LoadRun;
+  /** The generator the command scenarios use, a new UUID in the path of every request, at 50 and 200 connections. */
+  readonly freshPost50: LoadRun;
+  readonly freshPost200: LoadRun;
+}
+
+/**
+ * Bare Koa under autocannon: the ceiling of HTTP on this machine, and of the load
+ * generator. Measured with each generator the scenarios use, after the same second of
+ * warm-up the gateway gets.
+ */
+export async function measureCeiling(seconds: number): Promise<{ rows: Row[]; ceiling: Ceiling }> {
   const port = await freePort();
   const koa = tsxProcess('bench/support/bare-koa.ts', [String(port)]);
   try {
     await koa.waitForOutput(/ready/);
     const url = `http://127.0.0.1:${port}/`;
     const post = { url, method: 'POST' as const, headers: { 'content-type': 'application/json' }, body: '{"display_name":"Pump 7"}', seconds };
+    const fresh = { ...post, url: `http://127.0.0.1:${port}/devices/{uuid}/enroll` };
+    await autocannon({ ...post, connections: 50, seconds: 1 });
+    await freshKeyAutocannon({ ...fresh, connections: 50, seconds: 1 });
     const post50 = await autocannon({ ...post, connections: 50 });
     const get50 = await autocannon({ url, seconds, connections: 50 });
     const post200 = await autocannon({ ...post, connections: 200 });
+    const freshPost50 = await freshKeyAutocannon({ ...fresh, connections: 50 });
+    const freshPost200 = await freshKeyAutocannon({ ...fresh, connections: 200 });
     const row = (measure: string, run: LoadRun): Row => ({ scenario: 'bare Koa', measure, value: run.perSecond, unit: 'req/s', ...latencies(run) });
-    return { rows: [row('POST, 50 connections', post50), row('GET, 50 connections', get50), row('POST, 200 connections', post200)], ceiling: { post50, get50, post200 } };
+    return {
+      rows: [
+        row('POST, 50 connections', post50),
+        row('GET, 50 connections', get50),
+        row('POST, 200 connections', post200),
+        row('POST, a new UUID in the path of each request, 50 connections', freshPost50),
+        row('POST, a new UUID in the path of each request, 200 connections', freshPost200),
+      ],
+      ceiling: { post50, get50, post200, freshPost50, freshPost200 },
+    };
   } finally {
     await koa.stop();
   }

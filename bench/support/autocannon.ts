@@ -55,6 +55,15 @@ export function variedAutocannon(spec: { readonly urls: readonly string[]; reado
   return runLoad(process.execPath, ['--import', 'tsx', resolve(repoRoot, 'bench', 'support', 'varied-load.ts'), json]);
 }
 
+/**
+ * Like autocannon(), but every `{uuid}` in the URL's path is a new UUID for each request
+ * (bench/support/fresh-key-load.ts): a new device per enrollment, a new fleet per policy.
+ */
+export function freshKeyAutocannon(spec: LoadSpec & { readonly method: 'POST' | 'PATCH'; readonly body: string }): Promise<LoadRun> {
+  const json = JSON.stringify({ url: spec.url, method: spec.method, headers: spec.headers ?? {}, body: spec.body, connections: spec.connections, seconds: spec.seconds });
+  return runLoad(process.execPath, ['--import', 'tsx', resolve(repoRoot, 'bench', 'support', 'fresh-key-load.ts'), json]);
+}
+
 function runLoad(command: string, args: readonly string[]): Promise<LoadRun> {
   return new Promise((done, fail) => {
     execFile(command, args, { cwd: repoRoot, maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {

@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { repoRoot } from '../../test/support/processes.js';
 import { waitFor } from '../../test/support/wait-for.js';
 
@@ -18,14 +19,22 @@ export interface BenchProcess {
   stop(): Promise<void>;
 }
 
-export function startProcess(args: readonly string[], env: Readonly<Record<string, string>> = {}): BenchProcess {
+/**
+ * `stdoutFile`: standard output goes to this file instead of into the bench's memory. A
+ * gateway at LOG_LEVEL=info writes a line per request, megabytes a run; a deployment
+ * writes them to a file or a collector, and gathering them in this process would make
+ * the bench a bottleneck of what it measures. output() then holds standard error only.
+ */
+export function startProcess(args: readonly string[], env: Readonly<Record<string, string>> = {}, stdoutFile?: string): BenchProcess {
+  const logFd = stdoutFile === undefined ? undefined : openSync(stdoutFile, 'a');
   const child: ChildProcess = spawn(process.execPath, args, {
     cwd: repoRoot,
     env: { ...process.env, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
+    stdio: ['ignore', logFd ?? 'pipe', 'pipe'],
   });
+  if (logFd !== undefined) closeSync(logFd);
   let output = '';
-  child.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString()));
+  child.stdout?.on('data', (chunk: Buffer) => (output += chunk.toString()));
   child.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString()));
   let code: number | null | undefined;
   const exited = new Promise<number | null>((resolve) => child.once('exit', (c) => resolve((code = c))));
@@ -65,25 +74,39 @@ export function startProcess(args: readonly string[], env: Readonly<Record<strin
 export const tsxProcess = (file: string, args: readonly string[] = [], env: Readonly<Record<string, string>> = {}) =>
   startProcess(['--import', 'tsx', file, ...args], env);
 
-/** The built gateway (dist/, as `npm start` runs it), with pino at warn so logging does not weigh on the figures. */
-export async function gatewayProcess(env: Readonly<Record<string, string>>): Promise<BenchProcess & { readonly url: string }> {
+/**
+ * The built gateway (dist/, as `npm start` runs it), at the default LOG_LEVEL unless `env`
+ * sets one, as a deployment runs it. Its log lines go to a file of the OS temp dir, as a
+ * deployment's go to a file or a collector.
+ */
+export async function gatewayProcess(env: Readonly<Record<string, string>>): Promise<BenchProcess & { readonly url: string; readonly logFile: string }> {
   const port = env['PORT'];
   if (port === undefined) throw new Error('gatewayProcess needs PORT');
   // BENCH_CPU_PROF=1: each gateway process writes a V8 CPU profile on exit (npm run bench:profile reads them).
   const profile = process.env['BENCH_CPU_PROF'] === '1' ? ['--cpu-prof', `--cpu-prof-dir=${PROFILE_DIR}`] : [];
-  const proc = startProcess([...profile, 'dist/src/main.js'], { LOG_LEVEL: 'warn', HOST: '127.0.0.1', ...env });
+  const logDir = mkdtempSync(join(tmpdir(), 'core-gateway-bench-log-'));
+  const logFile = join(logDir, 'gateway.log');
+  const proc = startProcess([...profile, 'dist/src/main.js'], { HOST: '127.0.0.1', ...env }, logFile);
   const url = `http://127.0.0.1:${port}`;
   await waitFor(
     `the gateway on ${url} ready`,
     async () => {
       const res = await fetch(`${url}/readyz`).catch(() => undefined);
       if (res === undefined && (await Promise.race([proc.exited.then(() => true), Promise.resolve(false)]))) {
-        throw new Error(`the gateway exited: ${proc.output().slice(-2000)}`);
+        throw new Error(`the gateway exited: ${proc.output().slice(-2000)}${readFileSync(logFile, 'utf8').slice(-2000)}`);
       }
       return res?.status === 200 ? true : undefined;
     },
     120_000,
     100,
   );
-  return { ...proc, url };
+  return {
+    ...proc,
+    url,
+    logFile,
+    async stop() {
+      await proc.stop();
+      rmSync(logDir, { recursive: true, force: true });
+    },
+  };
 }

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { permissions } from '../../src/auth/principal.js';
 import { signHs256Token } from '../../src/auth/sign-token.js';
-import type { LoadRun } from './autocannon.js';
+import type { Ceiling } from '../scenarios/ceiling.js';
 
 /** What every scenario is given: the run's settings, the shared servers and the HTTP ceiling. */
 export interface BenchContext {
@@ -11,8 +11,8 @@ export interface BenchContext {
   /** Distinct per run, so topics, groups and databases of earlier runs never mix in. */
   readonly run: string;
   readonly secret: string;
-  /** Bare Koa in the same run: POST and GET at 50 connections, POST at 200. */
-  readonly ceiling: { readonly post50: LoadRun; readonly get50: LoadRun; readonly post200: LoadRun };
+  /** Bare Koa in the same run, under each load generator. */
+  readonly ceiling: Ceiling;
 }
 
 /** Headers of a caller of one organization with every permission. */
