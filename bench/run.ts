@@ -29,7 +29,7 @@ const settings = {
   BENCH_FEED_SIZES: env['BENCH_FEED_SIZES'] ?? '1000000,10000000',
   BENCH_EMBEDDED_EVENTS: number('BENCH_EMBEDDED_EVENTS', 100_000),
   BENCH_SOAK_SECONDS: number('BENCH_SOAK_SECONDS', 600),
-  INGEST_BATCH_SIZE: number('INGEST_BATCH_SIZE', 20_000),
+  INGEST_BATCH_SIZE: number('INGEST_BATCH_SIZE', 50_000),
 };
 const scenarios = (env['BENCH_SCENARIOS'] ?? DEFAULT_SCENARIOS.join(',')).split(',').map((s) => s.trim());
 for (const s of scenarios) if (!DEFAULT_SCENARIOS.includes(s)) throw new Error(`BENCH_SCENARIOS: unknown scenario "${s}"; known: ${DEFAULT_SCENARIOS.join(', ')}`);

@@ -71,9 +71,11 @@ describe('the production shape: two gateways, a consumer, a broker and ClickHous
       stack.logLines('consumer').find((line) => line.requestId === requestId && line.msg === 'command event stored'),
     );
     expect(stored).to.include({ topic: stack.topics.enrollments });
-    const access = stack.logLines('gateway-1').filter((line) => line.requestId === requestId);
-    expect(access.map((line) => line.msg)).to.include('request');
-    expect(access.find((line) => line.msg === 'request')).to.include({ status: 202, commandId: enrollmentId, traceId, orgId: tenant.orgId });
+    // Log lines are written in batches (src/observability/logger.ts): wait for the gateway's as for the consumer's.
+    const access = await waitFor('the gateway\'s access line for the request', async () =>
+      stack.logLines('gateway-1').find((line) => line.requestId === requestId && line.msg === 'request'),
+    );
+    expect(access).to.include({ status: 202, commandId: enrollmentId, traceId, orgId: tenant.orgId });
 
     const token = tenant.headers.authorization!.replace('Bearer ', '');
     for (const node of ['gateway-1', 'gateway-2', 'consumer'] as const) {
