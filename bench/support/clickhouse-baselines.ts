@@ -56,7 +56,7 @@ export async function kafkaEngineRate(options: {
   readonly total: number;
 }): Promise<number> {
   const { consumers, threadPerConsumer } = ENGINE_VARIANTS[options.variant];
-  const ch = createClient({ url: options.url, request_timeout: 600_000 });
+  const ch = createClient({ url: options.url });
   const copy = `${options.db}.events_${options.variant}`;
   const queue = `${options.db}.queue_${options.variant}`;
   const view = `${options.db}.mv_${options.variant}`;
@@ -113,7 +113,7 @@ export async function preEncodedInsertRate(options: {
     const rows = options.events.slice(i, i + options.batchSize).map((e) => eventRowText({ ...storableEvent(e), json: Buffer.from(JSON.stringify(e)) }));
     bodies.push(jsonEachRowBody(rows));
   }
-  const ch = createClient({ url: options.url, request_timeout: 600_000 });
+  const ch = createClient({ url: options.url });
   const copy = `${options.db}.events_pre_encoded`;
   try {
     await ch.command({ query: `CREATE DATABASE IF NOT EXISTS ${options.db}` });
