@@ -15,7 +15,8 @@ export function fieldCensor(names: readonly string[], depth: number, censor: str
   }
 
   function clean(value: unknown, level: number): unknown {
-    if (value === null || typeof value !== 'object' || level > depth) return value;
+    // Bytes have no named fields, and walking a buffer's indexes would cost a step per byte.
+    if (value === null || typeof value !== 'object' || level > depth || ArrayBuffer.isView(value)) return value;
     let copy: Record<string, unknown> | undefined;
     for (const key of Object.keys(value)) {
       const inner = (value as Record<string, unknown>)[key];
