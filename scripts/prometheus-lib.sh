@@ -20,9 +20,12 @@ ensure_prometheus() {
   printf 'prometheus-lib: installing Debian'"'"'s prometheus package (prometheus and promtool; about 19 MB)\n' >&2
   local log
   log="$(mktemp)"
-  # The lock wait covers another install running at the same time.
-  if ! { apt-get -o DPkg::Lock::Timeout=300 update &&
-         DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y --no-install-recommends prometheus; } >"$log" 2>&1; then
+  # Two test runs side by side (two clones on one machine) install at the same moment. apt
+  # waits for dpkg's lock when told to, but `apt-get update` fails at once on the package
+  # lists' lock, so the project's installs queue on a lock of their own first.
+  if ! ( flock -w 600 9 && apt-get -o DPkg::Lock::Timeout=300 update &&
+         DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y --no-install-recommends prometheus ) \
+       9>"${TMPDIR:-/tmp}/core-gateway-apt.lock" >"$log" 2>&1; then
     tail -n 20 "$log" >&2
     rm -f -- "$log"
     printf 'prometheus-lib: ERROR: apt-get could not install prometheus\n' >&2

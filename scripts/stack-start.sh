@@ -373,9 +373,11 @@ install_haproxy() {
   command -v apt-get >/dev/null || die "haproxy is not installed, and apt-get is not here to install it"
   (( EUID == 0 )) || sudo=(sudo)
   log "haproxy not found; installing Debian's package with apt-get (once)"
-  # The package's own service is not wanted: this stack runs its own haproxy.
-  if ! { "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends haproxy \
-         || { "${sudo[@]}" apt-get update && "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y --no-install-recommends haproxy; }; } >"$apt_log" 2>&1; then
+  # The package's own service is not wanted: this stack runs its own haproxy. Installs of
+  # two runs side by side queue on one lock (scripts/prometheus-lib.sh says why).
+  if ! ( flock -w 600 9 && { "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y --no-install-recommends haproxy \
+         || { "${sudo[@]}" apt-get -o DPkg::Lock::Timeout=300 update && "${sudo[@]}" env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y --no-install-recommends haproxy; }; } ) \
+       9>"${TMPDIR:-/tmp}/core-gateway-apt.lock" >"$apt_log" 2>&1; then
     die "apt-get could not install haproxy; read $apt_log"
   fi
 }
