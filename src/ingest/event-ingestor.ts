@@ -9,6 +9,7 @@ import type { EventStore, StorableEvent } from '../store/event-store.js';
 import { describeRefusal, rowRefusal } from '../store/store-refusal.js';
 import { toStoreTimestamp, TimestampError } from '../store/timestamps.js';
 import { bisectInsert } from './bisect-insert.js';
+import { createCanonicalEventReader } from './canonical-event-bytes.js';
 
 /** Where a message was read from; carried into dead-letter headers. */
 export interface MessageSource {
@@ -97,8 +98,8 @@ interface Carried {
  * share an id are two events; a redelivered copy has the same key, its timestamp
  * normalized as stored.
  */
-function eventIdentity(event: CanonicalEvent, storedAt: string): string {
-  return `${event.org_id.toLowerCase()}/${event.project_id.toLowerCase()}/${storedAt}/${event.id.toLowerCase()}`;
+function eventIdentity({ head, storedAt }: StorableEvent): string {
+  return `${head.org_id.toLowerCase()}/${head.project_id.toLowerCase()}/${storedAt}/${head.id.toLowerCase()}`;
 }
 
 /**
@@ -108,11 +109,11 @@ function eventIdentity(event: CanonicalEvent, storedAt: string): string {
  * building it for every event of a batch cost the consumer 5% of its CPU.
  */
 function foldCopies<T extends { readonly storable: StorableEvent }>(items: readonly T[]): T[][] {
-  const identityOf = ({ storable }: T) => eventIdentity(storable.event, storable.storedAt);
+  const identityOf = ({ storable }: T) => eventIdentity(storable);
   const byId = new Map<string, T[][]>();
   const groups: T[][] = [];
   for (const item of items) {
-    const id = item.storable.event.id.toLowerCase();
+    const id = item.storable.head.id.toLowerCase();
     const sameId = byId.get(id);
     let group: T[] | undefined;
     if (sameId === undefined) byId.set(id, [(group = [item])]);
@@ -138,6 +139,7 @@ function describeFields(fields: FieldErrors): string {
 
 export function createEventIngestor(deps: { store: EventStore; schemas: SchemaRegistry }): EventIngestor {
   const { schemas } = deps;
+  const readCanonicalEvent = createCanonicalEventReader();
 
   /** `json` is the value's own text, when it is a canonical event that arrived as bytes. */
   function parse(value: unknown, json?: Buffer): Parsed {
@@ -150,7 +152,7 @@ export function createEventIngestor(deps: { store: EventStore; schemas: SchemaRe
       if (error instanceof TimestampError) return { ok: false, reason: 'timestamp-out-of-range', detail: error.message };
       throw error;
     }
-    return { ok: true, storable: { event: checked.value, storedAt, json } };
+    return { ok: true, storable: { event: checked.value, head: checked.value, storedAt, json } };
   }
 
   function parseRaw(message: RawEventMessage): Parsed {
@@ -162,12 +164,16 @@ export function createEventIngestor(deps: { store: EventStore; schemas: SchemaRe
     if (typeof value !== 'string' && !isUtf8(value)) {
       return { ok: false, reason: 'invalid-json', detail: 'message value is not UTF-8 text' };
     }
+    const format = message.format ?? 'canonical-event';
+    if (format === 'canonical-event' && typeof value !== 'string') {
+      const checked = readCanonicalEvent(value);
+      if (checked !== undefined) return { ok: true, storable: checked };
+    }
     const reading = readBoundedJson(value.toString());
     if (!reading.ok) {
       const reason = reading.problem === 'not-json' ? 'invalid-json' : 'json-limit-exceeded';
       return { ok: false, reason, detail: `message value ${reading.detail}` };
     }
-    const format = message.format ?? 'canonical-event';
     if (format === 'canonical-event') return parse(reading.value, typeof value === 'string' ? undefined : value);
     const command = schemas.check(COMMAND_SCHEMAS[format], reading.value);
     if (!command.ok) return { ok: false, reason: 'schema-violation', detail: describeFields(command.fields) };
@@ -188,7 +194,7 @@ export function createEventIngestor(deps: { store: EventStore; schemas: SchemaRe
       const again = first.refused.filter(({ item }) => passesThrough(item.storable));
       if (again.length === 0) return first;
       const encoded = await bisectInsert(
-        again.map(({ item }) => ({ ...item, storable: { ...item.storable, json: undefined } })),
+        again.map(({ item }) => ({ ...item, storable: { event: item.storable.event, head: item.storable.head, storedAt: item.storable.storedAt } })),
         { insert, refusal: rowRefusal },
       );
       return { refused: [...first.refused.filter(({ item }) => !passesThrough(item.storable)), ...encoded.refused] };

@@ -23,7 +23,7 @@ const PLAIN_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(?:\.\d{1,9})?Z$/;
  */
 export function passesThrough(event: StorableEvent): event is StorableEvent & { readonly json: Buffer } {
   if (event.json === undefined) return false;
-  const at = event.event.occurred_at;
+  const at = event.head.occurred_at;
   if (!PLAIN_UTC.test(at)) return false;
   // Same date and time of day: a day or second that does not exist was rolled over by the conversion.
   if (event.storedAt.slice(0, 10) !== at.slice(0, 10) || event.storedAt.slice(11, 19) !== at.slice(11, 19)) return false;

@@ -69,7 +69,7 @@ export function toEventRow(event: CanonicalEvent, storedAt: string): EventInsert
 
 /** An event this process built or read, with its timestamp converted; throws TimestampError when the store cannot hold it. */
 export function storableEvent(event: CanonicalEvent): StorableEvent {
-  return { event, storedAt: toStoreTimestamp(event.occurred_at) };
+  return { event, head: event, storedAt: toStoreTimestamp(event.occurred_at) };
 }
 
 /** Every field of the item is present; the optional ones are null when the event had none. */

@@ -32,6 +32,9 @@ export interface StoredEvent {
   readonly position: FeedPosition;
 }
 
+/** What an event is known by before it is read whole: its identity and its timestamp as it arrived. */
+export type EventHead = Pick<CanonicalEvent, 'id' | 'org_id' | 'project_id' | 'occurred_at'>;
+
 /**
  * An event checked against its schema, as validation hands it to the store: occurred_at
  * is already the store's text (converted once, while validating), and `json` is the
@@ -39,7 +42,9 @@ export interface StoredEvent {
  * instead of encoding the event again (src/store/event-row-text.ts).
  */
 export interface StorableEvent {
+  /** The whole event. An event checked as bytes (src/schemas/byte-validator.ts) is read from `json` only when this is asked for. */
   readonly event: CanonicalEvent;
+  readonly head: EventHead;
   /** occurred_at as the store keeps it: 'YYYY-MM-DD hh:mm:ss.ffffff', UTC. */
   readonly storedAt: string;
   readonly json?: Buffer | undefined;

@@ -182,6 +182,25 @@ describe('event ingestor', () => {
     );
   });
 
+  it('reads events that arrive as bytes as it reads them as text: the events stored, the refusals and their reasons', async () => {
+    const good = Array.from({ length: 12 }, () => canonicalEvent());
+    const texts = [...good.slice(0, 6), canonicalEvent({ entity: 'poison' }), ...good.slice(6)].map((e) => JSON.stringify(e));
+    texts.splice(3, 0, JSON.stringify({ ...good[0], extra: 1 }), '{"id":');
+    const asText = constrainedStore();
+    const asBytes = constrainedStore();
+    const fromText = await createEventIngestor({ store: asText.store, schemas }).ingestMessages(texts.map((value) => ({ value })));
+    const fromBytes = await createEventIngestor({ store: asBytes.store, schemas }).ingestMessages(texts.map((value) => ({ value: Buffer.from(value) })));
+    expect(asBytes.stored.sort()).to.deep.equal(good.map((e) => e.id).sort());
+    expect(asBytes.stored).to.deep.equal(asText.stored.sort());
+    expect(fromBytes.rejected.map((r) => r.reason)).to.deep.equal(['schema-violation', 'invalid-json', 'store-rejected']);
+    expect(fromBytes.rejected.map((r) => [r.reason, r.detail])).to.deep.equal(fromText.rejected.map((r) => [r.reason, r.detail]));
+
+    // What the store is handed as the event is the event sent, though the bytes were never parsed for validation.
+    const { store, batches } = memoryStore();
+    await createEventIngestor({ store, schemas }).ingestMessages(good.map((e) => ({ value: Buffer.from(JSON.stringify(e)) })));
+    expect(batches).to.deep.equal([good]);
+  });
+
   it('dead-letters nothing and rejects the batch when the store falls sick while it looks for the refused event', async () => {
     // Sick from the third insert on: the search has begun, and has not reached the poison.
     const { store, state, stored } = constrainedStore({ sickFromInsert: 3 });
