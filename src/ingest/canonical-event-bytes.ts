@@ -2,19 +2,30 @@ import type { CanonicalEvent } from '../generated/schema-types.js';
 import { compileByteValidator } from '../schemas/byte-validator.js';
 import { schemasById } from '../schemas/schema-files.js';
 import type { EventHead, StorableEvent } from '../store/event-store.js';
-import { toStoreTimestamp } from '../store/timestamps.js';
+import { plainUtcToStore } from '../store/timestamps.js';
 
 const HEAD = ['id', 'org_id', 'project_id', 'occurred_at'] as const;
 
-/** A canonical event checked as bytes: the object is built only if something asks for it (a row the store refused as text). */
-class CheckedBytes implements StorableEvent {
+/**
+ * A canonical event checked as bytes. It is its own head, and the event object is built
+ * only if something asks for it (a row the store refused as its text): every object made
+ * per event is work for the garbage collector, which was a quarter of the consumer's CPU.
+ */
+class CheckedBytes implements StorableEvent, EventHead {
   #event: CanonicalEvent | undefined;
 
   constructor(
     readonly json: Buffer,
-    readonly head: EventHead,
+    readonly id: string,
+    readonly org_id: string,
+    readonly project_id: string,
+    readonly occurred_at: string,
     readonly storedAt: string,
   ) {}
+
+  get head(): EventHead {
+    return this;
+  }
 
   get event(): CanonicalEvent {
     // The bytes passed every rule of the schema, so what they parse to is a valid event.
@@ -29,10 +40,11 @@ class CheckedBytes implements StorableEvent {
  */
 export function createCanonicalEventReader(): (bytes: Buffer) => StorableEvent | undefined {
   const check = compileByteValidator(schemasById['canonical-event.schema.json'], HEAD);
+  const found: (string | undefined)[] = HEAD.map(() => undefined);
   return (bytes) => {
-    const found = check(bytes);
-    if (found === undefined) return undefined;
+    if (!check(bytes, found)) return undefined;
     const [id, org_id, project_id, occurred_at] = found as [string, string, string, string];
-    return new CheckedBytes(bytes, { id, org_id, project_id, occurred_at }, toStoreTimestamp(occurred_at));
+    // The validator takes only plain UTC timestamps in the store's range.
+    return new CheckedBytes(bytes, id, org_id, project_id, occurred_at, plainUtcToStore(occurred_at));
   };
 }

@@ -17,8 +17,11 @@ import { MAX_JSON_DEPTH } from '../json/bounded-json.js';
  * skipped.
  */
 
-/** The property values asked for, in the order asked, as strings; absent or null ones are undefined. */
-export type ByteValidator = (bytes: Buffer) => (string | undefined)[] | undefined;
+/**
+ * Whether the validator is sure of the text. When it is, `out` holds the property values
+ * asked for, in the order asked, as strings (undefined for an absent or null one).
+ */
+export type ByteValidator = (bytes: Buffer, out: (string | undefined)[]) => boolean;
 
 interface PropertyRule {
   readonly name: Buffer;
@@ -90,18 +93,21 @@ function compileProperty(name: string, schema: Readonly<Record<string, unknown>>
 
 const isWhitespace = (c: number) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
 const isDigit = (c: number) => c >= 0x30 && c <= 0x39;
-const isHex = (c: number) => isDigit(c) || (c >= 0x61 && c <= 0x66) || (c >= 0x41 && c <= 0x46);
 
-/** The 36-character hyphenated form of src/ids/uuid.ts, in either case. */
-function isUuidAt(b: Uint8Array, start: number, end: number): boolean {
-  if (end - start !== 36) return false;
-  for (let i = 0; i < 36; i++) {
-    const c = b[start + i]!;
-    if (i === 8 || i === 13 || i === 18 || i === 23) {
-      if (c !== MINUS) return false;
-    } else if (!isHex(c)) return false;
-  }
+/** 1 at the bytes of a hex digit, in either case. */
+const HEX = new Uint8Array(256);
+for (const c of Buffer.from('0123456789abcdefABCDEF')) HEX[c] = 1;
+
+/** Whether b[from..to) are hex digits; a position past the end reads as undefined, which is not. */
+function hexRun(b: Uint8Array, from: number, to: number): boolean {
+  for (let i = from; i < to; i++) if (HEX[b[i]!] !== 1) return false;
   return true;
+}
+
+/** The 36-character hyphenated form of src/ids/uuid.ts, in either case, at b[start..]. */
+function isUuidAt(b: Uint8Array, start: number): boolean {
+  if (b[start + 8] !== MINUS || b[start + 13] !== MINUS || b[start + 18] !== MINUS || b[start + 23] !== MINUS) return false;
+  return hexRun(b, start, start + 8) && hexRun(b, start + 9, start + 13) && hexRun(b, start + 14, start + 18) && hexRun(b, start + 19, start + 23) && hexRun(b, start + 24, start + 36);
 }
 
 function digitsAt(b: Uint8Array, at: number, count: number): number {
@@ -163,10 +169,14 @@ function spells(b: Uint8Array, at: number, word: Uint8Array): boolean {
  * made a first version of this file slower than JSON.parse.
  */
 class Cursor {
+  b: Buffer = Buffer.alloc(0);
   i = 0;
-  readonly n: number;
+  n = 0;
 
-  constructor(readonly b: Buffer) {
+  /** One cursor serves every text in turn: the scan is synchronous, and an object per event was garbage to collect. */
+  reset(b: Buffer): void {
+    this.b = b;
+    this.i = 0;
     this.n = b.length;
   }
 
@@ -305,9 +315,16 @@ export function compileByteValidator(schema: ObjectSchema, extract: readonly str
     if (rule.kind === 'object') return b[at.i] === OPEN_BRACE && at.container(2);
     if (b[at.i] !== QUOTE) return false;
     const start = at.i + 1;
-    const end = at.string();
-    if (end === -1) return false;
-    if (rule.format === 'uuid' && !isUuidAt(b, start, end)) return false;
+    let end: number;
+    if (rule.format === 'uuid') {
+      // Hex digits and hyphens hold no quote, escape or control character: no need to scan the string first.
+      end = start + 36;
+      if (!isUuidAt(b, start) || b[end] !== QUOTE) return false;
+      at.i = end + 1;
+    } else {
+      end = at.string();
+      if (end === -1) return false;
+    }
     if (rule.format === 'date-time' && !isPlainUtcAt(b, start, end)) return false;
     if (rule.minLength > 0 || rule.maxLength < Number.MAX_SAFE_INTEGER) {
       const characters = charactersAt(b, start, end);
@@ -318,41 +335,40 @@ export function compileByteValidator(schema: ObjectSchema, extract: readonly str
     return true;
   }
 
-  return (bytes) => {
-    const at = new Cursor(bytes);
-    const { b } = at;
-    const found = new Array<string | undefined>(extract.length).fill(undefined);
+  const at = new Cursor();
+  return (b, found) => {
+    at.reset(b);
+    for (let k = 0; k < extract.length; k++) found[k] = undefined;
     let seen = 0;
     at.skipWhitespace();
-    if (b[at.i] !== OPEN_BRACE) return undefined;
+    if (b[at.i] !== OPEN_BRACE) return false;
     at.i++;
     at.skipWhitespace();
     if (b[at.i] !== CLOSE_BRACE) {
       for (;;) {
-        if (b[at.i] !== QUOTE) return undefined;
+        if (b[at.i] !== QUOTE) return false;
         const keyStart = at.i + 1;
         const keyEnd = at.string();
-        if (keyEnd === -1) return undefined;
+        if (keyEnd === -1) return false;
         const rule = ruleFor(b, keyStart, keyEnd);
         // An unknown member, or one given twice (JSON.parse keeps the last): the full way says which.
-        if (rule === undefined || (seen & rule.bit) !== 0) return undefined;
+        if (rule === undefined || (seen & rule.bit) !== 0) return false;
         seen |= rule.bit;
         at.skipWhitespace();
-        if (b[at.i] !== COLON) return undefined;
+        if (b[at.i] !== COLON) return false;
         at.i++;
         at.skipWhitespace();
-        if (!member(at, rule, found)) return undefined;
+        if (!member(at, rule, found)) return false;
         at.skipWhitespace();
         if (b[at.i] === COMMA) {
           at.i++;
           at.skipWhitespace();
         } else if (b[at.i] === CLOSE_BRACE) break;
-        else return undefined;
+        else return false;
       }
     }
     at.i++;
     at.skipWhitespace();
-    if (at.i !== at.n || (seen & requiredMask) !== requiredMask) return undefined;
-    return found;
+    return at.i === at.n && (seen & requiredMask) === requiredMask;
   };
 }

@@ -64,6 +64,16 @@ export function toStoreTimestamp(rfc3339: string): string {
   );
 }
 
+/**
+ * The stored text of `YYYY-MM-DDThh:mm:ss[.fraction]Z` whose fields are known to be in
+ * range (1900–2299, no leap second): what toStoreTimestamp gives for it, without a
+ * pattern match. For readers that checked the text already (src/schemas/byte-validator.ts).
+ */
+export function plainUtcToStore(at: string): string {
+  const micros = at.length > 20 ? at.slice(20, -1).padEnd(6, '0').slice(0, 6) : '000000';
+  return `${at.slice(0, 10)} ${at.slice(11, 19)}.${micros}`;
+}
+
 /** 'YYYY-MM-DD hh:mm:ss.ffffff' (UTC) → 'YYYY-MM-DDThh:mm:ss.ffffffZ'. */
 export function fromStoreTimestamp(stored: string): string {
   const m = STORE_FORMAT.exec(stored);

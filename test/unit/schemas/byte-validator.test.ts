@@ -2,10 +2,12 @@ import { isUtf8 } from 'node:buffer';
 import { expect } from 'chai';
 import fc from 'fast-check';
 import type { CanonicalEvent } from '../../../src/generated/schema-types.js';
+import { UUID_PATTERN } from '../../../src/ids/uuid.js';
 import { createCanonicalEventReader } from '../../../src/ingest/canonical-event-bytes.js';
 import { MAX_JSON_DEPTH, readBoundedJson } from '../../../src/json/bounded-json.js';
 import { compileByteValidator } from '../../../src/schemas/byte-validator.js';
 import { createSchemaRegistry } from '../../../src/schemas/schema-registry.js';
+import type { EventHead } from '../../../src/store/event-store.js';
 import { toStoreTimestamp } from '../../../src/store/timestamps.js';
 import { canonicalEvent } from '../../support/factories.js';
 
@@ -25,6 +27,8 @@ function fullWay(bytes: Buffer): { event: CanonicalEvent; storedAt: string } | u
     return undefined;
   }
 }
+
+const headOf = ({ id, org_id, project_id, occurred_at }: EventHead): EventHead => ({ id, org_id, project_id, occurred_at });
 
 /** A member as text, so that a test can write what JSON.stringify never does: a key twice, an escape, odd whitespace. */
 type Member = readonly [key: string, valueText: string];
@@ -151,8 +155,7 @@ describe('byte validator of canonical events', () => {
         accepted += 1;
         const full = fullWay(bytes);
         expect(full, `accepted by bytes, refused the full way: ${bytes.toString()}`).to.not.equal(undefined);
-        const { id, org_id, project_id, occurred_at } = full!.event;
-        expect(fast.head).to.deep.equal({ id, org_id, project_id, occurred_at });
+        expect(headOf(fast.head)).to.deep.equal(headOf(full!.event));
         expect(fast.storedAt).to.equal(full!.storedAt);
         expect(fast.event).to.deep.equal(full!.event);
         expect(fast.json).to.equal(bytes);
@@ -204,6 +207,7 @@ describe('byte validator of canonical events', () => {
       'a __proto__ key in the payload': JSON.stringify(event).replace('"payload":{', '"payload":{"__proto__":{},'),
       'a number beyond a double': JSON.stringify(event).replace('21.5', '1e999'),
       'trailing text': `${JSON.stringify(event)} x`,
+      'an id whose closing quote is another character': JSON.stringify(event).replace(`"${event.device_id!}",`, `"${event.device_id!}x,`),
     };
     for (const [what, text] of Object.entries(texts)) expect(read(Buffer.from(text)), what).to.equal(undefined);
     expect(read(Buffer.from(JSON.stringify(event))), 'the same event written plainly').to.not.equal(undefined);
@@ -211,6 +215,17 @@ describe('byte validator of canonical events', () => {
     expect(read(Buffer.from(JSON.stringify({ ...event, domain: 'é'.repeat(128), entity: '😀'.repeat(128) })))).to.not.equal(undefined);
     // The deepest payload the rules allow is still taken.
     expect(read(Buffer.from(JSON.stringify({ ...event, payload: { a: JSON.parse(nested(MAX_JSON_DEPTH - 2)) as unknown } })))).to.not.equal(undefined);
+  });
+
+  it('takes exactly the ids the UUID pattern takes, character by character', () => {
+    const base = canonicalEvent({ occurred_at: '2026-03-04T05:06:07.123Z' });
+    const id = '0123abcd-ef45-6789-ABCD-ef0123456789';
+    const ids = [id, id.slice(0, 35), `${id}0`, `${id}-`, ` ${id}`];
+    for (let at = 0; at < id.length; at++) for (const c of ['0', 'f', 'F', 'g', '-', ' ', 'é']) ids.push(id.slice(0, at) + c + id.slice(at + 1));
+    for (const candidate of ids) {
+      const accepted = read(Buffer.from(JSON.stringify({ ...base, device_id: candidate }))) !== undefined;
+      expect(accepted, candidate).to.equal(UUID_PATTERN.test(candidate));
+    }
   });
 
   it('refuses at start a schema with a rule it cannot check, rather than skipping the rule', () => {
