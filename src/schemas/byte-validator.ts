@@ -1,4 +1,5 @@
 import { MAX_JSON_DEPTH } from '../json/bounded-json.js';
+import { isStorableUtcInstant } from '../store/timestamps.js';
 
 /**
  * A validator that reads a JSON text as bytes and builds no value from it: the ingest
@@ -120,11 +121,6 @@ function digitsAt(b: Uint8Array, at: number, count: number): number {
   return n;
 }
 
-function daysInMonth(year: number, month: number): number {
-  if (month === 2) return year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0) ? 29 : 28;
-  return month === 4 || month === 6 || month === 9 || month === 11 ? 30 : 31;
-}
-
 /**
  * `YYYY-MM-DDThh:mm:ss[.f{1,9}]Z` naming a real instant of 1900–2299 with no leap second:
  * the form src/store/timestamps.ts converts without a Date and src/store/event-row-text.ts
@@ -138,14 +134,15 @@ function isPlainUtcAt(b: Uint8Array, start: number, end: number): boolean {
   if (length > 20) {
     if (b[start + 19] !== 0x2e || digitsAt(b, start + 20, length - 21) < 0) return false;
   }
-  const year = digitsAt(b, start, 4);
-  const month = digitsAt(b, start + 5, 2);
-  const day = digitsAt(b, start + 8, 2);
-  const hour = digitsAt(b, start + 11, 2);
-  const minute = digitsAt(b, start + 14, 2);
-  const second = digitsAt(b, start + 17, 2);
-  if (year < 1900 || year > 2299 || month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) return false;
-  return hour >= 0 && hour <= 23 && minute >= 0 && minute <= 59 && second >= 0 && second <= 59;
+  // A field that is not all digits reads as -1, which no range takes.
+  return isStorableUtcInstant(
+    digitsAt(b, start, 4),
+    digitsAt(b, start + 5, 2),
+    digitsAt(b, start + 8, 2),
+    digitsAt(b, start + 11, 2),
+    digitsAt(b, start + 14, 2),
+    digitsAt(b, start + 17, 2),
+  );
 }
 
 /** A string's characters: code points, as AJV counts minLength and maxLength. The string has no escapes. */

@@ -25,6 +25,12 @@ function daysInMonth(year: number, month: number): number {
   return month === 2 && leap ? 29 : DAYS_IN_MONTH[month - 1]!;
 }
 
+/** Whether the fields name a real UTC instant the store can hold, with no leap second: its text needs no Date to convert. */
+export function isStorableUtcInstant(year: number, month: number, day: number, h: number, mi: number, s: number): boolean {
+  if (year < MIN_YEAR || year > MAX_YEAR || month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) return false;
+  return h >= 0 && h <= 23 && mi >= 0 && mi <= 59 && s >= 0 && s <= 59;
+}
+
 /**
  * Whether the text is already the UTC instant it names: zone Z and every field in range.
  * Then the stored text is a change of separators and no Date is built; the ingest
@@ -32,9 +38,7 @@ function daysInMonth(year: number, month: number): number {
  * Anything else (an offset, a leap second, a day that rolls over) goes through Date.
  */
 function isPlainUtc(zone: string, year: number, month: number, day: number, h: number, mi: number, s: number): boolean {
-  if (zone !== 'Z' && zone !== 'z') return false;
-  if (year < MIN_YEAR || year > MAX_YEAR || month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) return false;
-  return h <= 23 && mi <= 59 && s <= 59;
+  return (zone === 'Z' || zone === 'z') && isStorableUtcInstant(year, month, day, h, mi, s);
 }
 
 /** RFC 3339 text → 'YYYY-MM-DD hh:mm:ss.ffffff' in UTC, as DateTime64(6, 'UTC') takes it. */
