@@ -193,6 +193,7 @@ export function createEventIngestor(deps: { store: EventStore; schemas: SchemaRe
       const first = await bisectInsert(items, { insert, refusal: rowRefusal });
       const again = first.refused.filter(({ item }) => passesThrough(item.storable));
       if (again.length === 0) return first;
+      // Named field by field, not spread: an event checked as bytes builds `event` in a getter, which a spread would drop.
       const encoded = await bisectInsert(
         again.map(({ item }) => ({ ...item, storable: { event: item.storable.event, head: item.storable.head, storedAt: item.storable.storedAt } })),
         { insert, refusal: rowRefusal },

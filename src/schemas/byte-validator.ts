@@ -8,7 +8,7 @@ import { isStorableUtcInstant } from '../store/timestamps.js';
  *
  * It only ever accepts. A text it is not sure of (an escape anywhere, a member it does not
  * know, a key given twice, a timestamp that is not plain UTC, anything the full rules would
- * refuse) gets `undefined`, and the caller reads it the full way (readBoundedJson, then
+ * refuse) gets false, and the caller reads it the full way (readBoundedJson, then
  * AJV), which also names what is wrong. So what it accepts is a subset of what the full
  * way accepts, with the same values: test/unit/schemas/byte-validator.test.ts holds it to
  * that over generated texts.

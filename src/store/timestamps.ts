@@ -25,6 +25,11 @@ function daysInMonth(year: number, month: number): number {
   return month === 2 && leap ? 29 : DAYS_IN_MONTH[month - 1]!;
 }
 
+/** A fraction of a second as DateTime64(6) keeps it: cut or padded to microseconds. */
+function sixDigits(fraction: string): string {
+  return fraction.padEnd(6, '0').slice(0, 6);
+}
+
 /** Whether the fields name a real UTC instant the store can hold, with no leap second: its text needs no Date to convert. */
 export function isStorableUtcInstant(year: number, month: number, day: number, h: number, mi: number, s: number): boolean {
   if (year < MIN_YEAR || year > MAX_YEAR || month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) return false;
@@ -46,7 +51,7 @@ export function toStoreTimestamp(rfc3339: string): string {
   const m = RFC3339.exec(rfc3339);
   if (m === null) throw new TimestampError(`"${rfc3339}" is not an RFC 3339 date-time`);
   const [, y, mo, d, h, mi, s, fraction = '', zone] = m as unknown as string[];
-  const micros = fraction.padEnd(6, '0').slice(0, 6);
+  const micros = sixDigits(fraction);
   if (isPlainUtc(zone!, Number(y), Number(mo), Number(d), Number(h), Number(mi), Number(s))) {
     return `${y}-${mo}-${d} ${h}:${mi}:${s}.${micros}`;
   }
@@ -74,8 +79,7 @@ export function toStoreTimestamp(rfc3339: string): string {
  * pattern match. For readers that checked the text already (src/schemas/byte-validator.ts).
  */
 export function plainUtcToStore(at: string): string {
-  const micros = at.length > 20 ? at.slice(20, -1).padEnd(6, '0').slice(0, 6) : '000000';
-  return `${at.slice(0, 10)} ${at.slice(11, 19)}.${micros}`;
+  return `${at.slice(0, 10)} ${at.slice(11, 19)}.${sixDigits(at.slice(20, -1))}`;
 }
 
 /** 'YYYY-MM-DD hh:mm:ss.ffffff' (UTC) → 'YYYY-MM-DDThh:mm:ss.ffffffZ'. */
