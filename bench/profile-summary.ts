@@ -1,6 +1,8 @@
 /**
  * Where a profiled process spent its CPU: self time per function, summed over every
  * .cpuprofile that BENCH_CPU_PROF=1 left in bench/results/profiles (or the files given).
+ * PROFILE_BY=module sums it per package or source file instead: a flat profile, where no
+ * function stands out, still shows which layer the time goes to.
  *   npm run bench:profile [-- FILE.cpuprofile ...]
  */
 import { readdirSync, readFileSync } from 'node:fs';
@@ -20,11 +22,21 @@ interface CpuProfile {
 }
 
 const TOP = Number(process.env['PROFILE_TOP'] ?? 25);
+const BY_MODULE = process.env['PROFILE_BY'] === 'module';
 
 function where(node: ProfileNode): string {
   const { functionName, url, lineNumber } = node.callFrame;
   const file = url.startsWith('file://') ? relative(repoRoot, url.slice('file://'.length)) : url;
+  if (BY_MODULE) return moduleOf(file, functionName);
   return `${functionName || '(anonymous)'} ${file === '' ? '' : `${file}:${lineNumber + 1}`}`.trim();
+}
+
+/** A dependency's package, one of our files, Node's own module, or V8's pseudo-frame (garbage collector, program). */
+function moduleOf(file: string, functionName: string): string {
+  const pkg = /node_modules\/((?:@[^/]+\/)?[^/]+)/.exec(file);
+  if (pkg !== null) return pkg[1]!;
+  if (file === '') return functionName.startsWith('(') ? functionName : '(native)';
+  return file;
 }
 
 const files = process.argv.slice(2);
