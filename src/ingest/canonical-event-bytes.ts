@@ -13,6 +13,8 @@ const HEAD = ['id', 'org_id', 'project_id', 'occurred_at'] as const;
  */
 class CheckedBytes implements StorableEvent, EventHead {
   #event: CanonicalEvent | undefined;
+  /** The validator refuses every escape and every timestamp that is not plain UTC in the store's range: what the row's text needs. */
+  readonly jsonIsRow = true;
 
   constructor(
     readonly json: Buffer,

@@ -86,10 +86,11 @@ export interface EventIngestor {
 
 type Parsed = { ok: true; storable: StorableEvent } | { ok: false; reason: RejectReason; detail: string };
 
-/** An event to store once, and every message of the batch that carried it (a redelivery adds one). */
+/** A valid event of the batch and the message that carried it. */
 interface Carried {
   readonly storable: StorableEvent;
-  readonly messages: { readonly message: RawEventMessage; readonly index: number }[];
+  readonly message: RawEventMessage;
+  readonly index: number;
 }
 
 /**
@@ -102,33 +103,46 @@ function eventIdentity({ head, storedAt }: StorableEvent): string {
   return `${head.org_id.toLowerCase()}/${head.project_id.toLowerCase()}/${storedAt}/${head.id.toLowerCase()}`;
 }
 
+/** The items of a batch with each event once, and the copies a redelivery added. */
+interface Folded<T> {
+  /** The first item of each event, in the order each event first came. */
+  readonly firsts: T[];
+  /** The later items of an event, by its first item: only for an event that came more than once. */
+  readonly copiesOf: ReadonlyMap<T, readonly T[]>;
+}
+
 /**
- * The items grouped by the event they carry, in the order each event first came: copies
- * inside one write are written once; across writes the store folds them. Items are
+ * Copies inside one write are written once; across writes the store folds them. Items are
  * matched by id first and the whole identity is built only for an id seen again, since
- * building it for every event of a batch cost the consumer 5% of its CPU.
+ * building it for every event of a batch cost the consumer 5% of its CPU; and nothing is
+ * made per event but the id's entry, since every object per event is garbage to collect.
  */
-function foldCopies<T extends { readonly storable: StorableEvent }>(items: readonly T[]): T[][] {
-  const identityOf = ({ storable }: T) => eventIdentity(storable);
-  const byId = new Map<string, T[][]>();
-  const groups: T[][] = [];
+function foldCopies<T extends { readonly storable: StorableEvent }>(items: readonly T[]): Folded<T> {
+  // The first items seen with an id: one, or several when events of other identities share it.
+  const byId = new Map<string, T | T[]>();
+  const firsts: T[] = [];
+  const copiesOf = new Map<T, T[]>();
   for (const item of items) {
     const id = item.storable.head.id.toLowerCase();
-    const sameId = byId.get(id);
-    let group: T[] | undefined;
-    if (sameId === undefined) byId.set(id, [(group = [item])]);
-    else {
-      const identity = identityOf(item);
-      group = sameId.find((g) => identityOf(g[0]!) === identity);
-      if (group !== undefined) {
-        group.push(item);
-        continue;
-      }
-      sameId.push((group = [item]));
+    const seen = byId.get(id);
+    if (seen === undefined) {
+      byId.set(id, item);
+      firsts.push(item);
+      continue;
     }
-    groups.push(group);
+    const identity = eventIdentity(item.storable);
+    const sameId = Array.isArray(seen) ? seen : [seen];
+    const first = sameId.find((candidate) => eventIdentity(candidate.storable) === identity);
+    if (first === undefined) {
+      byId.set(id, [...sameId, item]);
+      firsts.push(item);
+    } else {
+      const copies = copiesOf.get(first);
+      if (copies === undefined) copiesOf.set(first, [item]);
+      else copies.push(item);
+    }
   }
-  return groups;
+  return { firsts, copiesOf };
 }
 
 function describeFields(fields: FieldErrors): string {
@@ -207,18 +221,20 @@ export function createEventIngestor(deps: { store: EventStore; schemas: SchemaRe
   return {
     async ingestMessages(messages) {
       const rejected: { readonly index: number; readonly rejection: RejectedMessage }[] = [];
-      const valid: { readonly message: RawEventMessage; readonly index: number; readonly storable: StorableEvent }[] = [];
+      const valid: Carried[] = [];
       messages.forEach((message, index) => {
         const parsed = parseRaw(message);
         if (parsed.ok) valid.push({ message, index, storable: parsed.storable });
         else rejected.push({ index, rejection: { message, reason: parsed.reason, detail: parsed.detail } });
       });
-      const carried: Carried[] = foldCopies(valid).map((copies) => ({ storable: copies[0]!.storable, messages: copies }));
-      const { refused } = await store(carried);
+      const { firsts, copiesOf } = foldCopies(valid);
+      const { refused } = await store(firsts);
+      // By message: a refused item may be a re-encoded copy of the one folded.
+      const copiesByMessage = new Map([...copiesOf].map(([first, copies]) => [first.message, copies]));
       let refusedMessages = 0;
       for (const { item, refusal } of refused) {
         // Every copy goes with the event: none of them was stored, and each must be accounted for before its offset is committed.
-        for (const { message, index } of item.messages) {
+        for (const { message, index } of [item, ...(copiesByMessage.get(item.message) ?? [])]) {
           rejected.push({ index, rejection: { message, reason: 'store-rejected', detail: describeRefusal(refusal) } });
           refusedMessages += 1;
         }
@@ -235,7 +251,7 @@ export function createEventIngestor(deps: { store: EventStore; schemas: SchemaRe
         valid.push(parsed);
       }
       // The store's own error goes to the caller, who answers a request with it.
-      await deps.store.insertEvents(foldCopies(valid).map((copies) => copies[0]!.storable));
+      await deps.store.insertEvents(foldCopies(valid).firsts.map((item) => item.storable));
     },
   };
 }

@@ -5,9 +5,9 @@ import type { GatewayMetrics } from '../metrics/gateway-metrics.js';
 import type { Logger } from '../observability/logger.js';
 import { NotReady, type ReadinessProbe } from '../observability/readiness.js';
 import { createCommitPipeline, FencedError } from './commit-pipeline.js';
+import { ConsumedMessage } from './consumed-message.js';
 import { createDeadLetterWriter } from './dead-letter-writer.js';
 import { REJECT_REASONS, SickStoreError, type EventIngestor, type MessageFormat, type RawEventMessage, type RejectedMessage } from './event-ingestor.js';
-import { firstHeaderValues } from './message-headers.js';
 import { createSupervisedConsumer, isRebalancing } from './supervised-consumer.js';
 
 export interface IngestConsumerOptions {
@@ -223,13 +223,7 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
     const { batch } = payload;
     if (batch.messages.length === 0) return;
     const format = formats.get(batch.topic) ?? 'canonical-event';
-    const messages: RawEventMessage[] = batch.messages.map((m) => ({
-      format,
-      value: m.value,
-      key: m.key,
-      headers: firstHeaderValues(m.headers),
-      source: { topic: batch.topic, partition: batch.partition, offset: m.offset },
-    }));
+    const messages: RawEventMessage[] = batch.messages.map((m) => new ConsumedMessage(format, m, batch.topic, batch.partition));
     const generation = pipeline.generation();
     // Waiting for room (a slow or sick store) can outlast the session; heartbeat through it,
     // and give way at once when the group rebalances: the batch is then delivered again.

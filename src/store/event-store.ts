@@ -48,6 +48,12 @@ export interface StorableEvent {
   /** occurred_at as the store keeps it: 'YYYY-MM-DD hh:mm:ss.ffffff', UTC. */
   readonly storedAt: string;
   readonly json?: Buffer | undefined;
+  /**
+   * True where the reader of `json` already proved it can be written as the row
+   * (src/ingest/canonical-event-bytes.ts), so that src/store/event-row-text.ts need not
+   * read the text again.
+   */
+  readonly jsonIsRow?: boolean;
 }
 
 /** The event store port. Writes are idempotent by event id as seen by readers. */

@@ -7,6 +7,7 @@ import { createCanonicalEventReader } from '../../../src/ingest/canonical-event-
 import { MAX_JSON_DEPTH, readBoundedJson } from '../../../src/json/bounded-json.js';
 import { compileByteValidator } from '../../../src/schemas/byte-validator.js';
 import { createSchemaRegistry } from '../../../src/schemas/schema-registry.js';
+import { jsonReadsAsRow } from '../../../src/store/event-row-text.js';
 import type { EventHead } from '../../../src/store/event-store.js';
 import { toStoreTimestamp } from '../../../src/store/timestamps.js';
 import { canonicalEvent } from '../../support/factories.js';
@@ -159,6 +160,9 @@ describe('byte validator of canonical events', () => {
         expect(fast.storedAt).to.equal(full!.storedAt);
         expect(fast.event).to.deep.equal(full!.event);
         expect(fast.json).to.equal(bytes);
+        // It marks its events as rows as they came, so the store skips its own check of the text; that check must agree.
+        expect(fast.jsonIsRow).to.equal(true);
+        expect(jsonReadsAsRow(fast, bytes), `marked as its own row, but the text check refuses: ${bytes.toString()}`).to.equal(true);
       }),
       { numRuns: RUNS },
     );
