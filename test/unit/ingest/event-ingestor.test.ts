@@ -182,6 +182,22 @@ describe('event ingestor', () => {
     );
   });
 
+  it('dead-letters every copy of an event refused both as its own bytes and encoded again', async () => {
+    const { store, stored, state } = constrainedStore();
+    const good = Array.from({ length: 6 }, () => canonicalEvent());
+    const poison = canonicalEvent({ entity: 'poison' });
+    const bytes = (e: CanonicalEvent) => ({ value: Buffer.from(JSON.stringify(e)) });
+    const messages = [bytes(poison), ...good.map(bytes), bytes(poison)];
+    const result = await createEventIngestor({ store, schemas }).ingestMessages(messages);
+    expect(stored.sort()).to.deep.equal(good.map((e) => e.id).sort());
+    expect(result.rejected.map((r) => [r.message, r.reason])).to.deep.equal([
+      [messages[0], 'store-rejected'],
+      [messages[7], 'store-rejected'],
+    ]);
+    // The bisection, then one more insert of the refused event encoded, which the store refused too.
+    expect(state.inserts).to.be.greaterThan(2);
+  });
+
   it('reads events that arrive as bytes as it reads them as text: the events stored, the refusals and their reasons', async () => {
     const good = Array.from({ length: 12 }, () => canonicalEvent());
     const texts = [...good.slice(0, 6), canonicalEvent({ entity: 'poison' }), ...good.slice(6)].map((e) => JSON.stringify(e));
