@@ -1,6 +1,7 @@
 import { freePort } from '../../test/support/processes.js';
 import { autocannon, freshKeyAutocannon, type LoadRun } from '../support/autocannon.js';
 import { tsxProcess } from '../support/bench-process.js';
+import { cores, measureCpu, perRequestMicros, type CpuShares } from '../support/cpu-usage.js';
 import type { Row } from '../support/results.js';
 
 export interface Ceiling {
@@ -30,16 +31,16 @@ export async function measureCeiling(seconds: number): Promise<{ rows: Row[]; ce
     const post50 = await autocannon({ ...post, connections: 50 });
     const get50 = await autocannon({ url, seconds, connections: 50 });
     const post200 = await autocannon({ ...post, connections: 200 });
-    const freshPost50 = await freshKeyAutocannon({ ...fresh, connections: 50 });
-    const freshPost200 = await freshKeyAutocannon({ ...fresh, connections: 200 });
-    const row = (measure: string, run: LoadRun): Row => ({ scenario: 'bare Koa', measure, value: run.perSecond, unit: 'req/s', ...latencies(run) });
+    const [freshPost50, cpu50] = await withCpu(koa.pid, () => freshKeyAutocannon({ ...fresh, connections: 50 }));
+    const [freshPost200, cpu200] = await withCpu(koa.pid, () => freshKeyAutocannon({ ...fresh, connections: 200 }));
+    const row = (measure: string, run: LoadRun, note?: string): Row => ({ scenario: 'bare Koa', measure, value: run.perSecond, unit: 'req/s', ...latencies(run), note });
     return {
       rows: [
         row('POST, 50 connections', post50),
         row('GET, 50 connections', get50),
         row('POST, 200 connections', post200),
-        row('POST, a new UUID in the path of each request, 50 connections', freshPost50),
-        row('POST, a new UUID in the path of each request, 200 connections', freshPost200),
+        row('POST, a new UUID in the path of each request, 50 connections', freshPost50, cpuNote(freshPost50, cpu50)),
+        row('POST, a new UUID in the path of each request, 200 connections', freshPost200, cpuNote(freshPost200, cpu200)),
       ],
       ceiling: { post50, get50, post200, freshPost50, freshPost200 },
     };
@@ -47,5 +48,16 @@ export async function measureCeiling(seconds: number): Promise<{ rows: Row[]; ce
     await koa.stop();
   }
 }
+
+async function withCpu(pid: number, load: () => Promise<LoadRun>): Promise<[LoadRun, CpuShares]> {
+  const cpu = measureCpu(pid);
+  const run = await load();
+  return [run, cpu()];
+}
+
+/** Bare Koa's own CPU and the generator's: an event loop at about one core with the generator short of one is the HTTP ceiling, not the generator's. */
+const cpuNote = (run: LoadRun, shares: CpuShares) =>
+  `CPU: bare Koa ${cores(shares.processCores)} (${perRequestMicros(shares.processCores, run)} µs a request)` +
+  `${run.generatorCores === undefined ? '' : `, load generator ${cores(run.generatorCores)}`}, machine ${Math.round(shares.machineBusy * 100)}% busy`;
 
 export const latencies = (run: LoadRun) => ({ p50Ms: run.p50Ms, p99Ms: run.p99Ms, p999Ms: run.p999Ms, errors: run.errors + run.non2xx });

@@ -3,6 +3,7 @@ import { freePort } from '../../test/support/processes.js';
 import { autocannon, freshKeyAutocannon, type LoadRun } from '../support/autocannon.js';
 import { gatewayProcess, tsxProcess } from '../support/bench-process.js';
 import { callerHeaders, type BenchContext } from '../support/context.js';
+import { cores, measureCpu, perRequestMicros } from '../support/cpu-usage.js';
 import type { Row } from '../support/results.js';
 import { latencies } from './ceiling.js';
 
@@ -48,15 +49,28 @@ async function produceTotals(url: string): Promise<{ sends: number; seconds: num
   return { sends: sum('kafka_produce_duration_seconds_count'), seconds: sum('kafka_produce_duration_seconds_sum') };
 }
 
-/** Load on one route, noting how many requests shared a send and how long a send took. */
-async function commandRun(gatewayUrl: string, load: () => Promise<LoadRun>): Promise<{ run: LoadRun; sharing: string }> {
-  const before = await produceTotals(gatewayUrl);
+
+/**
+ * Load on one route, noting how many requests shared a send, how long a send took, and
+ * where the CPU went meanwhile: the gateway's process (its event loop is one core), the
+ * broker, the load generator and the whole machine.
+ */
+async function commandRun(gateway: { readonly url: string; readonly pid: number }, load: () => Promise<LoadRun>): Promise<{ run: LoadRun; sharing: string }> {
+  const before = await produceTotals(gateway.url);
+  const cpu = measureCpu(gateway.pid);
   const run = await load();
-  const after = await produceTotals(gatewayUrl);
+  const shares = cpu();
+  const after = await produceTotals(gateway.url);
   const sends = after.sends - before.sends;
   const perSend = sends === 0 ? 0 : run.requests / sends;
   const sendMs = sends === 0 ? 0 : ((after.seconds - before.seconds) / sends) * 1000;
-  return { run, sharing: `${perSend.toFixed(1)} requests per send, ${sendMs.toFixed(1)} ms per send` };
+  const generator = run.generatorCores === undefined ? '' : `, load generator ${cores(run.generatorCores)}`;
+  return {
+    run,
+    sharing:
+      `${perSend.toFixed(1)} requests per send, ${sendMs.toFixed(1)} ms per send; CPU: gateway ${cores(shares.processCores)} (${perRequestMicros(shares.processCores, run)} µs a request), ` +
+      `broker ${cores(shares.brokerCores)}${generator}, machine ${Math.round(shares.machineBusy * 100)}% busy`,
+  };
 }
 
 const ENROLL_BODY = '{"display_name":"Pump 7"}';
@@ -115,12 +129,12 @@ export async function measureCommands(ctx: BenchContext): Promise<Row[]> {
       rows.push({ scenario: 'kafkajs raw sends', measure: `acks=-1, one message per call, ${connections} in flight`, value: raw.perSecond, unit: 'msg/s', ...latencies(raw) });
       const koa = connections === 50 ? koa50 : koa200;
       const target = connections === 50 ? '≥ 0.4 of bare Koa, p99 ≤ 25 ms' : 'no errors, p99 ≤ 60 ms';
-      const enroll = await commandRun(gateway.url, () => route.enroll(connections));
+      const enroll = await commandRun(gateway, () => route.enroll(connections));
       rows.push(commandRow(`ROLE=gateway, enroll, a new device per request, ${connections} connections`, enroll, koa, raw, target));
-      const policy = await commandRun(gateway.url, () => route.policy(connections));
+      const policy = await commandRun(gateway, () => route.policy(connections));
       rows.push(commandRow(`ROLE=gateway, edge-policy, a new fleet per request, ${connections} connections`, policy, koa, raw, target));
     }
-    const oneKey = await commandRun(gateway.url, () => route.enrollOneKey(50));
+    const oneKey = await commandRun(gateway, () => route.enrollOneKey(50));
     rows.push(commandRow('ROLE=gateway, enroll, every request on one device, 50 connections', oneKey, { name: 'bare Koa POST 50', run: ctx.ceiling.post50 }, raw50!));
   } finally {
     await gateway.stop();
@@ -131,9 +145,9 @@ export async function measureCommands(ctx: BenchContext): Promise<Row[]> {
     const route = await routes(ctx, all.gateway.url);
     await route.enroll(50, 1);
     await route.policy(50, 1);
-    const enroll = await commandRun(all.gateway.url, () => route.enroll(50));
+    const enroll = await commandRun(all.gateway, () => route.enroll(50));
     rows.push(commandRow('ROLE=all (its consumer storing the events), enroll, a new device per request, 50 connections', enroll, koa50, raw50!, '≥ 0.3 of bare Koa, p99 ≤ 40 ms'));
-    const policy = await commandRun(all.gateway.url, () => route.policy(50));
+    const policy = await commandRun(all.gateway, () => route.policy(50));
     rows.push(commandRow('ROLE=all (its consumer storing the events), edge-policy, a new fleet per request, 50 connections', policy, koa50, raw50!, '≥ 0.3 of bare Koa, p99 ≤ 40 ms'));
   } finally {
     await all.gateway.stop();

@@ -13,6 +13,8 @@ export interface LoadRun {
   readonly errors: number;
   /** Answers outside 2xx (a 304 counts here too). */
   readonly non2xx: number;
+  /** Cores' worth of CPU the load generator used, where it reports it (bench/support/fresh-key-load.ts). */
+  readonly generatorCores?: number;
 }
 
 export interface LoadSpec {
@@ -32,6 +34,7 @@ interface AutocannonJson {
   readonly errors: number;
   readonly timeouts: number;
   readonly non2xx: number;
+  readonly generatorCores?: number;
 }
 
 /**
@@ -77,6 +80,7 @@ function runLoad(command: string, args: readonly string[]): Promise<LoadRun> {
         p999Ms: report.latency.p99_9,
         errors: report.errors + report.timeouts,
         non2xx: report.non2xx,
+        ...(report.generatorCores === undefined ? {} : { generatorCores: report.generatorCores }),
       });
     });
   });
