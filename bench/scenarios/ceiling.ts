@@ -1,7 +1,7 @@
 import { freePort } from '../../test/support/processes.js';
 import { autocannon, freshKeyAutocannon, type LoadRun } from '../support/autocannon.js';
 import { tsxProcess } from '../support/bench-process.js';
-import { cores, measureCpu, perRequestMicros, type CpuShares } from '../support/cpu-usage.js';
+import { describeCpu, measureCpu, type CpuShares } from '../support/cpu-usage.js';
 import type { Row } from '../support/results.js';
 
 export interface Ceiling {
@@ -56,8 +56,6 @@ async function withCpu(pid: number, load: () => Promise<LoadRun>): Promise<[Load
 }
 
 /** Bare Koa's own CPU and the generator's: an event loop at about one core with the generator short of one is the HTTP ceiling, not the generator's. */
-const cpuNote = (run: LoadRun, shares: CpuShares) =>
-  `CPU: bare Koa ${cores(shares.processCores)} (${perRequestMicros(shares.processCores, run)} µs a request)` +
-  `${run.generatorCores === undefined ? '' : `, load generator ${cores(run.generatorCores)}`}, machine ${Math.round(shares.machineBusy * 100)}% busy`;
+const cpuNote = (run: LoadRun, shares: CpuShares) => describeCpu('bare Koa', shares, run, { broker: false });
 
 export const latencies = (run: LoadRun) => ({ p50Ms: run.p50Ms, p99Ms: run.p99Ms, p999Ms: run.p999Ms, errors: run.errors + run.non2xx });

@@ -3,7 +3,7 @@ import { freePort } from '../../test/support/processes.js';
 import { autocannon, freshKeyAutocannon, type LoadRun } from '../support/autocannon.js';
 import { gatewayProcess, tsxProcess } from '../support/bench-process.js';
 import { callerHeaders, type BenchContext } from '../support/context.js';
-import { cores, measureCpu, perRequestMicros } from '../support/cpu-usage.js';
+import { describeCpu, measureCpu } from '../support/cpu-usage.js';
 import type { Row } from '../support/results.js';
 import { latencies } from './ceiling.js';
 
@@ -49,7 +49,6 @@ async function produceTotals(url: string): Promise<{ sends: number; seconds: num
   return { sends: sum('kafka_produce_duration_seconds_count'), seconds: sum('kafka_produce_duration_seconds_sum') };
 }
 
-
 /**
  * Load on one route, noting how many requests shared a send, how long a send took, and
  * where the CPU went meanwhile: the gateway's process (its event loop is one core), the
@@ -64,13 +63,7 @@ async function commandRun(gateway: { readonly url: string; readonly pid: number 
   const sends = after.sends - before.sends;
   const perSend = sends === 0 ? 0 : run.requests / sends;
   const sendMs = sends === 0 ? 0 : ((after.seconds - before.seconds) / sends) * 1000;
-  const generator = run.generatorCores === undefined ? '' : `, load generator ${cores(run.generatorCores)}`;
-  return {
-    run,
-    sharing:
-      `${perSend.toFixed(1)} requests per send, ${sendMs.toFixed(1)} ms per send; CPU: gateway ${cores(shares.processCores)} (${perRequestMicros(shares.processCores, run)} µs a request), ` +
-      `broker ${cores(shares.brokerCores)}${generator}, machine ${Math.round(shares.machineBusy * 100)}% busy`,
-  };
+  return { run, sharing: `${perSend.toFixed(1)} requests per send, ${sendMs.toFixed(1)} ms per send; ${describeCpu('gateway', shares, run, { broker: true })}` };
 }
 
 const ENROLL_BODY = '{"display_name":"Pump 7"}';
