@@ -1,9 +1,9 @@
 /**
  * Where a load run's CPU went, read from /proc: the machine's busy share, the process
- * under load (the gateway, or bare Koa), and the Kafka brokers on the machine. With the load generator's own CPU (it
- * reports it with its result) this shows which process limits a run: a gateway whose
- * event loop is saturated reads about one core while the machine still has CPU to spare,
- * and a generator well short of a core is not the limit.
+ * under load (the gateway, or bare Koa), and the Kafka brokers on the machine. With the
+ * load generator's own CPU (it reports it with its result) this shows which process
+ * limits a run: a gateway whose event loop is saturated reads about one core while the
+ * machine still has CPU to spare, and a generator well short of a core is not the limit.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 

@@ -1,8 +1,8 @@
 /**
  * What each store takes when the consumer's work is already done: the same batches of
- * 50,000 events, each its own JSON text as the consumer writes it, inserted through the product's own
- * transports into chDB and into a ClickHouse server started for the purpose, one insert
- * at a time and two at a time (the consumer keeps two in flight). chDB runs one query at a
+ * 50,000 events, each its own JSON text as the consumer writes it, inserted through the
+ * product's own transports into chDB and into a ClickHouse server started for the
+ * purpose, one insert at a time and two at a time (the consumer keeps two in flight). chDB runs one query at a
  * time per process, so the second insert waits for the first; the server runs both at
  * once. Prints one JSON line per store and concurrency, ROUNDS times.
  *   node --import tsx bench/support/insert-engines.ts [BATCHES] [ROUNDS]
