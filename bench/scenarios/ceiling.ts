@@ -1,7 +1,7 @@
 import { freePort } from '../../test/support/processes.js';
 import { autocannon, freshKeyAutocannon, type LoadRun } from '../support/autocannon.js';
 import { tsxProcess } from '../support/bench-process.js';
-import { describeCpu, measureCpu, type CpuShares } from '../support/cpu-usage.js';
+import { describeCpu, withCpu, type CpuShares } from '../support/cpu-usage.js';
 import type { Row } from '../support/results.js';
 
 export interface Ceiling {
@@ -47,12 +47,6 @@ export async function measureCeiling(seconds: number): Promise<{ rows: Row[]; ce
   } finally {
     await koa.stop();
   }
-}
-
-async function withCpu(pid: number, load: () => Promise<LoadRun>): Promise<[LoadRun, CpuShares]> {
-  const cpu = measureCpu(pid);
-  const run = await load();
-  return [run, cpu()];
 }
 
 /** Bare Koa's own CPU and the generator's: an event loop at about one core with the generator short of one is the HTTP ceiling, not the generator's. */

@@ -3,7 +3,7 @@ import { freePort } from '../../test/support/processes.js';
 import { autocannon, freshKeyAutocannon, type LoadRun } from '../support/autocannon.js';
 import { gatewayProcess, tsxProcess } from '../support/bench-process.js';
 import { callerHeaders, type BenchContext } from '../support/context.js';
-import { describeCpu, measureCpu } from '../support/cpu-usage.js';
+import { describeCpu, withCpu } from '../support/cpu-usage.js';
 import type { Row } from '../support/results.js';
 import { latencies } from './ceiling.js';
 
@@ -56,9 +56,7 @@ async function produceTotals(url: string): Promise<{ sends: number; seconds: num
  */
 async function commandRun(gateway: { readonly url: string; readonly pid: number }, load: () => Promise<LoadRun>): Promise<{ run: LoadRun; sharing: string }> {
   const before = await produceTotals(gateway.url);
-  const cpu = measureCpu(gateway.pid);
-  const run = await load();
-  const shares = cpu();
+  const [run, shares] = await withCpu(gateway.pid, load);
   const after = await produceTotals(gateway.url);
   const sends = after.sends - before.sends;
   const perSend = sends === 0 ? 0 : run.requests / sends;

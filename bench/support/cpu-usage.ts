@@ -50,7 +50,7 @@ export interface CpuShares {
 }
 
 /** Starts measuring; the returned function ends it and gives the shares over the interval. */
-export function measureCpu(pid: number): () => CpuShares {
+function measureCpu(pid: number): () => CpuShares {
   const brokers = brokerPids();
   const started = performance.now();
   const machine = machineJiffies();
@@ -65,6 +65,13 @@ export function measureCpu(pid: number): () => CpuShares {
       brokerCores: (brokers.reduce((sum, pid) => sum + processSeconds(pid), 0) - broker) / seconds,
     };
   };
+}
+
+/** Runs `load` while measuring where the CPU went, process `pid` being the one under load. */
+export async function withCpu<T>(pid: number, load: () => Promise<T>): Promise<[T, CpuShares]> {
+  const cpu = measureCpu(pid);
+  const result = await load();
+  return [result, cpu()];
 }
 
 /** Cores as a short figure: 1.08 cores, 0.21 of a core. */
