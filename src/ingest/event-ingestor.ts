@@ -6,7 +6,7 @@ import { readBoundedJson } from '../json/bounded-json.js';
 import type { SchemaRegistry } from '../schemas/schema-registry.js';
 import { passesThrough } from '../store/event-row-text.js';
 import type { EventStore, StorableEvent } from '../store/event-store.js';
-import { describeRefusal, rowRefusal } from '../store/store-refusal.js';
+import { answeredRefusal, describeRefusal, rowRefusal, storeCannotWrite, type RowRefusal } from '../store/store-refusal.js';
 import { toStoreTimestamp, TimestampError } from '../store/timestamps.js';
 import { bisectInsert } from './bisect-insert.js';
 import { createCanonicalEventReader, jsonTextOf } from './canonical-event-bytes.js';
@@ -197,6 +197,24 @@ export function createEventIngestor(deps: { store: EventStore; schemas: SchemaRe
   const insert = (part: readonly Carried[]) => deps.store.insertEvents(part.map((c) => c.storable));
 
   /**
+   * What a failed insert says about its rows. Known refusals of values are the rows'; the
+   * store's own word that it cannot write now is waited out (undefined). Anything else is
+   * nobody's guess: the store is asked for a known-good write, and if it takes it, it
+   * answers, so the failure was about these rows and the search goes on to find which.
+   */
+  async function refusal(error: unknown): Promise<RowRefusal | undefined> {
+    const known = rowRefusal(error);
+    if (known !== undefined) return known;
+    if (storeCannotWrite(error)) return undefined;
+    try {
+      await deps.store.probeWrite();
+    } catch {
+      return undefined;
+    }
+    return answeredRefusal(error);
+  }
+
+  /**
    * Stores the events, isolating the ones the store refuses on their own; a sick store
    * rejects with SickStoreError. An event refused as its own text (a key given twice, which
    * JSON.parse forgives and the engine does not) is written once more encoded from what
@@ -204,13 +222,13 @@ export function createEventIngestor(deps: { store: EventStore; schemas: SchemaRe
    */
   async function store(items: readonly Carried[]) {
     try {
-      const first = await bisectInsert(items, { insert, refusal: rowRefusal });
+      const first = await bisectInsert(items, { insert, refusal });
       const again = first.refused.filter(({ item }) => passesThrough(item.storable));
       if (again.length === 0) return first;
       // Named field by field, not spread: an event checked as bytes builds `event` in a getter, which a spread would drop.
       const encoded = await bisectInsert(
         again.map(({ item }) => ({ ...item, storable: { event: item.storable.event, head: item.storable.head, storedAt: item.storable.storedAt } })),
-        { insert, refusal: rowRefusal },
+        { insert, refusal },
       );
       return { refused: [...first.refused.filter(({ item }) => !passesThrough(item.storable)), ...encoded.refused] };
     } catch (error) {

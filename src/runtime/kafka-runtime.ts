@@ -109,8 +109,10 @@ export async function startIngestConsumer(
     stallMs: config.ingest.stallMs,
     ingestor,
     batchSize: config.ingest.batchSize,
+    batchBytes: config.ingest.batchBytes,
     batchWaitMs: config.ingest.batchWaitMs,
     maxInFlightEvents: config.ingest.maxInFlightEvents,
+    maxInFlightBytes: config.ingest.maxInFlightBytes,
     sessionTimeoutMs: config.kafka.sessionTimeoutMs,
     logger,
   });

@@ -2,6 +2,7 @@ import { EVENT_COLUMNS, fromEventRow, type EventRow } from './event-rows.js';
 import { eventRowText } from './event-row-text.js';
 import type { EventStore, FeedQuery, StoredEvent } from './event-store.js';
 import { createClickHouseTail } from './clickhouse-tail.js';
+import { splitByPartitions } from './event-batches.js';
 import { filterConditions } from './filter-sql.js';
 import { readDistinct } from './fold-copies.js';
 import type { SqlParam, SqlParams, SqlTransport } from './sql-transport.js';
@@ -34,6 +35,8 @@ const FEED_SETTINGS = ['max_threads = 1'];
  */
 const WITHOUT_PROJECTIONS = 'optimize_use_projections = 0';
 
+const PROBE_ROW = '{"probed_by":"ingest"}';
+
 export function feedSql(query: FeedQuery): { sql: string; params: SqlParams } {
   const where = ['org_id = {org_id:UUID}', 'project_id = {project_id:UUID}'];
   const params: Record<string, SqlParam> = {
@@ -63,7 +66,10 @@ export function feedSql(query: FeedQuery): { sql: string; params: SqlParams } {
 export function createClickHouseEventStore(transport: SqlTransport): EventStore {
   return {
     async insertEvents(events) {
-      await transport.insert('events', events.map(eventRowText));
+      for (const part of splitByPartitions(events)) await transport.insert('events', part.map(eventRowText));
+    },
+    async probeWrite() {
+      await transport.insert('store_probe', [PROBE_ROW]);
     },
     async listEvents(query: FeedQuery): Promise<StoredEvent[]> {
       const read = (after: FeedQuery['after'], limit: number) => {

@@ -57,6 +57,11 @@ export interface StorableEvent {
 /** The event store port. Writes are idempotent by event id as seen by readers. */
 export interface EventStore {
   insertEvents(events: readonly StorableEvent[]): Promise<void>;
+  /**
+   * A known-good write on the inserts' own path: resolves when the store takes it. An insert
+   * that failed in a way no list names is the rows' fault only if the store takes this.
+   */
+  probeWrite(): Promise<void>;
   /** Events of one project of one organization, newest first: occurred_at desc, id desc. */
   listEvents(query: FeedQuery): Promise<StoredEvent[]>;
   /** The store's own clock less `settleMs`, as ingested_at text: the live tail reads only rows ingested before it. */
