@@ -1,5 +1,5 @@
 import { compress as zstdCompress, decompress as zstdDecompress } from '@mongodb-js/zstd';
-import { CompressionCodecs, CompressionTypes } from 'kafkajs';
+import kafkajs, { type CompressionTypes } from 'kafkajs';
 import { compressFrame as lz4Compress, decompressFrame as lz4Decompress } from 'lz4-napi';
 import { compress as snappyCompress, uncompress as snappyUncompress } from 'snappy';
 
@@ -10,6 +10,9 @@ import { compress as snappyCompress, uncompress as snappyUncompress } from 'snap
  * zstd, and topics may set `compression.type`, so the codecs are registered here, from
  * packages that ship prebuilt binaries (napi-rs) and need no build on install.
  */
+
+// kafkajs is CommonJS, and Node's reading of its named exports misses these (they follow a spread).
+const { CompressionCodecs, CompressionTypes: Codec } = kafkajs;
 
 /** A kafkajs codec: it compresses what an encoder holds and decompresses a record batch's records. */
 interface KafkaCodec {
@@ -62,16 +65,16 @@ export async function snappyFrame(data: Buffer): Promise<Buffer> {
 }
 
 const CODECS: Readonly<Record<CompressionTypes.Snappy | CompressionTypes.LZ4 | CompressionTypes.ZSTD, KafkaCodec>> = {
-  [CompressionTypes.Snappy]: {
+  [Codec.Snappy]: {
     compress: (encoder) => snappyFrame(encoder.buffer),
     decompress: snappyUnframe,
   },
   // Kafka's lz4 is the LZ4 frame format (record batches of magic 2 always carry a correct frame).
-  [CompressionTypes.LZ4]: {
+  [Codec.LZ4]: {
     compress: (encoder) => lz4Compress(encoder.buffer),
     decompress: (buffer) => lz4Decompress(buffer),
   },
-  [CompressionTypes.ZSTD]: {
+  [Codec.ZSTD]: {
     compress: (encoder) => zstdCompress(encoder.buffer),
     decompress: (buffer) => zstdDecompress(buffer),
   },
@@ -92,11 +95,11 @@ export const COMPRESSION_NAMES = ['none', 'gzip', 'snappy', 'lz4', 'zstd'] as co
 export type CompressionName = (typeof COMPRESSION_NAMES)[number];
 
 const TYPES: Readonly<Record<CompressionName, CompressionTypes>> = {
-  none: CompressionTypes.None,
-  gzip: CompressionTypes.GZIP,
-  snappy: CompressionTypes.Snappy,
-  lz4: CompressionTypes.LZ4,
-  zstd: CompressionTypes.ZSTD,
+  none: Codec.None,
+  gzip: Codec.GZIP,
+  snappy: Codec.Snappy,
+  lz4: Codec.LZ4,
+  zstd: Codec.ZSTD,
 };
 
 export const compressionType = (name: CompressionName): CompressionTypes => TYPES[name];

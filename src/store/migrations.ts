@@ -104,17 +104,6 @@ const TABLES: readonly TableSpec[] = [
     clauses: 'ORDER BY (topic, logged_at, command_id)',
     shardingKey: 'cityHash64(command_id)',
   },
-  // A known-good write: when an insert fails in a way nobody listed, the ingest consumer asks
-  // the store whether it takes this one before it judges the rows (docs/decisions/ingestion.md).
-  {
-    name: 'store_probe',
-    columns: `probed_by LowCardinality(String),
-    probed_at DateTime64(3, 'UTC') DEFAULT now64(3)`,
-    engine: { family: 'MergeTree', args: '' },
-    clauses: `ORDER BY probed_at
-  TTL toDateTime(probed_at) + INTERVAL 1 DAY`,
-    shardingKey: 'rand()',
-  },
 ];
 
 function engineOf(table: TableSpec, replicated: boolean): string {

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { migrationStatements } from '../../../src/store/migrations.js';
 
-const TABLES = ['events', 'idempotency_keys', 'command_log', 'store_probe'];
+const TABLES = ['events', 'idempotency_keys', 'command_log'];
 const CREATED = /^CREATE TABLE IF NOT EXISTS (\w+)/;
 const INGESTED_INDEX = 'ADD INDEX IF NOT EXISTS ingested_idx ingested_at TYPE minmax GRANULARITY 1';
 const PROJECTION_MODE = "MODIFY SETTING deduplicate_merge_projection_mode = 'rebuild'";
