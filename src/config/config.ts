@@ -8,6 +8,7 @@ import { ConfigError } from './config-error.js';
 import { certificatesFile, secretVariable } from './config-files.js';
 import { parseKafkaSecurity, type KafkaSecurityConfig } from '../kafka/kafka-security-config.js';
 import type { JwksSource } from '../auth/jwks-keys.js';
+import { COMPRESSION_NAMES, type CompressionName } from '../kafka/compression-codecs.js';
 
 export { ConfigError };
 
@@ -102,6 +103,8 @@ export interface KafkaConfig extends KafkaSecurityConfig {
   readonly sessionTimeoutMs: number;
   /** Whether missing topics are created at start (KAFKA_CREATE_TOPICS); otherwise their absence stops the start. */
   readonly createTopics: boolean;
+  /** The codec of the record batches the gateway writes: commands and dead letters (KAFKA_COMPRESSION). */
+  readonly compression: CompressionName;
 }
 
 export interface Config {
@@ -185,6 +188,13 @@ function optionalInteger(env: Env, name: string, min: number, max: number): numb
   const value = Number(raw);
   if (value < min || value > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${value}`);
   return value;
+}
+
+function oneOf<T extends string>(env: Env, name: string, choices: readonly T[], fallback: T): T {
+  const raw = optional(env, name);
+  if (raw === undefined) return fallback;
+  if (!(choices as readonly string[]).includes(raw)) throw new ConfigError(name, `must be one of ${choices.join(', ')}, got "${raw}"`);
+  return raw as T;
 }
 
 function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
@@ -437,6 +447,7 @@ export function loadConfig(env: Env): Config {
             partitions: integer(env, 'KAFKA_TOPIC_PARTITIONS', 6, 1, 10_000),
             ...parseReplication(env),
             producers: integer(env, 'KAFKA_PRODUCERS', 1, 1, 64),
+            compression: oneOf(env, 'KAFKA_COMPRESSION', COMPRESSION_NAMES, 'none'),
             // Brokers refuse sessions under group.min.session.timeout.ms, 6 s by default.
             sessionTimeoutMs: integer(env, 'KAFKA_SESSION_TIMEOUT_MS', 10_000, 6000, 1_800_000),
             createTopics: flag(env, 'KAFKA_CREATE_TOPICS', true),

@@ -1,6 +1,7 @@
 import type { EachBatchPayload, Kafka } from 'kafkajs';
 import { REQUEST_ID_MESSAGE_HEADER } from '../commands/command-context.js';
 import { createGroupCommit } from '../concurrency/group-commit.js';
+import type { CompressionName } from '../kafka/compression-codecs.js';
 import type { GatewayMetrics } from '../metrics/gateway-metrics.js';
 import type { Logger } from '../observability/logger.js';
 import { NotReady, type ReadinessProbe } from '../observability/readiness.js';
@@ -19,6 +20,8 @@ export interface IngestConsumerOptions {
   readonly deadLetterTopic: string;
   /** The dead-letter topic's max.message.bytes, read at start: no send of dead letters passes it. */
   readonly deadLetterMaxBytes: number;
+  /** The codec of the dead letters' record batches (KAFKA_COMPRESSION); none unless set. */
+  readonly compression?: CompressionName;
   readonly ingestor: EventIngestor;
   /** Most events per store insert. */
   readonly batchSize: number;
@@ -143,7 +146,13 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
     logger,
   });
 
-  const deadLetters = createDeadLetterWriter({ kafka: options.kafka, topic: options.deadLetterTopic, maxMessageBytes: options.deadLetterMaxBytes, logger });
+  const deadLetters = createDeadLetterWriter({
+    kafka: options.kafka,
+    topic: options.deadLetterTopic,
+    maxMessageBytes: options.deadLetterMaxBytes,
+    compression: options.compression ?? 'none',
+    logger,
+  });
   // Every reason is reported from the start, at zero, so an alert on one needs no first occurrence.
   for (const reason of REJECT_REASONS) metrics.deadLettered.inc({ reason }, 0);
 

@@ -84,6 +84,7 @@ export function kafkaCommandPublisher(opened: OpenedKafka, config: KafkaRuntimeC
     producers: config.kafka.producers,
     timeoutMs: config.commandTimeoutMs,
     messageLimits: new Map(commandTopics.map((topic) => [topic, limitOf(opened.messageLimits, topic)])),
+    compression: config.kafka.compression,
     logger,
   });
 }
@@ -113,6 +114,7 @@ export async function startIngestConsumer(
     batchWaitMs: config.ingest.batchWaitMs,
     maxInFlightEvents: config.ingest.maxInFlightEvents,
     maxInFlightBytes: config.ingest.maxInFlightBytes,
+    compression: config.kafka.compression,
     sessionTimeoutMs: config.kafka.sessionTimeoutMs,
     logger,
   });
