@@ -5,7 +5,7 @@ import type { CompressionName } from '../kafka/compression-codecs.js';
 import type { GatewayMetrics } from '../metrics/gateway-metrics.js';
 import type { Logger } from '../observability/logger.js';
 import { NotReady, type ReadinessProbe } from '../observability/readiness.js';
-import { createCommitPipeline, FencedError } from './commit-pipeline.js';
+import { createCommitPipeline, FencedError, type Load } from './commit-pipeline.js';
 import { ConsumedMessage } from './consumed-message.js';
 import { createDeadLetterWriter } from './dead-letter-writer.js';
 import { REJECT_REASONS, SickStoreError, type EventIngestor, type MessageFormat, type RawEventMessage, type RejectedMessage } from './event-ingestor.js';
@@ -80,6 +80,19 @@ function signal(): { readonly promise: Promise<void>; readonly fire: () => void 
 
 const partitionName = (topic: string, partition: number) => `${topic}/${partition}`;
 
+/** A fetched batch as its steps see it: where it came from, and the kafkajs payload its commits go through. */
+interface BatchContext {
+  readonly topic: string;
+  readonly partition: number;
+  readonly payload: Pick<EachBatchPayload, 'isRunning' | 'commitOffsetsIfNecessary'>;
+  /** Whether kafkajs has given the batch up (its partition sought elsewhere). */
+  readonly isStale: () => boolean;
+  /** Its link in the partition's commit chain, once tracked. */
+  settled?: Promise<void>;
+}
+
+const NO_LOAD: Load = { events: 0, bytes: 0 };
+
 /** What a message weighs against the byte bounds: its value, which is what an insert carries. */
 const valueBytes = (message: RawEventMessage): number => message.value?.length ?? 0;
 
@@ -143,6 +156,7 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
     // Every assigned partition may wait in the same insert; 64 bounds the fan-in.
     run: { partitionsConsumedConcurrently: 64, eachBatch },
     onRebalance,
+    onFilteredBatch,
     logger,
   });
 
@@ -187,15 +201,15 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
    * commit chain) only when the consumer is stopping, the partition was taken away, or a
    * rebalance fenced the batch off; the group then delivers the batch again.
    */
-  async function withRetry<T>(what: string, payload: EachBatchPayload, generation: number, step: () => Promise<T>): Promise<T> {
-    const { topic, partition } = payload.batch;
+  async function withRetry<T>(what: string, batch: BatchContext, generation: number, step: () => Promise<T>): Promise<T> {
+    const { topic, partition, payload } = batch;
     const fenced = () => pipeline.generation() !== generation;
     for (let attempt = 1; ; attempt += 1) {
       if (fenced()) throw new FencedError(partitionName(topic, partition));
       try {
         return await step();
       } catch (error) {
-        if (stopping || !payload.isRunning() || payload.isStale() || fenced()) throw error;
+        if (stopping || !payload.isRunning() || batch.isStale() || fenced()) throw error;
         const delay = Math.min(BACKOFF_MS.max, BACKOFF_MS.initial * 2 ** (attempt - 1));
         logger.warn({ err: error, attempt, delayMs: delay, topic, partition }, `${what} failed; retrying batch`);
         let timer: NodeJS.Timeout | undefined;
@@ -206,8 +220,8 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
   }
 
   /** Stores a batch while the store is sick; resolves with the messages to dead-letter, in their order. */
-  const storeBatch = (payload: EachBatchPayload, messages: RawEventMessage[], generation: number) =>
-    withRetry('store', payload, generation, async () => {
+  const storeBatch = (batch: BatchContext, messages: RawEventMessage[], generation: number) =>
+    withRetry('store', batch, generation, async () => {
       await inserts.write(messages);
       return messages.flatMap((m) => rejections.get(m) ?? []);
     });
@@ -216,8 +230,8 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
    * Sends a batch's dead letters. It runs in the partition's commit chain, so a partition's
    * dead letters reach the DLQ in the order their messages came, across batches too.
    */
-  async function deadLetter(payload: EachBatchPayload, rejected: readonly RejectedMessage[], generation: number): Promise<void> {
-    await withRetry('dead-letter send', payload, generation, () => deadLetters.write(rejected));
+  async function deadLetter(batch: BatchContext, rejected: readonly RejectedMessage[], generation: number): Promise<void> {
+    await withRetry('dead-letter send', batch, generation, () => deadLetters.write(rejected));
     for (const { reason } of rejected) metrics.deadLettered.inc({ reason });
     logger.warn({ count: rejected.length, reasons: [...new Set(rejected.map((r) => r.reason))], ...rejected[0]!.message.source }, 'dead-lettered events');
     // Validation failures are the producer's to fix; a refusal by the store may be ours (a constraint, a type), so each is named.
@@ -236,13 +250,56 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
    * under the new generation and moved the offset back. It also commits nothing once stop()
    * has begun, which would leave every batch finished during a shutdown to be delivered again.
    */
-  async function commit(payload: EachBatchPayload, next: string): Promise<void> {
-    const { topic, partition } = payload.batch;
+  async function commit({ topic, partition, payload }: BatchContext, next: string): Promise<void> {
     await payload.commitOffsetsIfNecessary({ topics: [{ topic, partitions: [{ partition, offset: next }] }] });
+  }
+
+  /**
+   * Tracks the commit of a batch's partition up to `next`, once the batch's messages (if any)
+   * are stored and dead-lettered and every earlier batch of the partition is committed.
+   */
+  function trackCommit(batch: BatchContext, generation: number, load: Load, next: string, lag: number, stored: Promise<readonly RejectedMessage[]>): void {
+    const { topic, partition } = batch;
+    const link = pipeline.track(partitionName(topic, partition), generation, load, stored, async (rejected) => {
+      if (rejected.length > 0) await deadLetter(batch, rejected, generation);
+      metrics.consumerLag.set({ topic, partition: String(partition) }, lag);
+      await withRetry('offset commit', batch, generation, () => commit(batch, next));
+    });
+    link.catch((error: unknown) => {
+      if (stopping) return;
+      if (error instanceof FencedError) {
+        logger.info({ topic, partition }, 'batch of an earlier group generation not committed; the group delivers it again');
+        return;
+      }
+      if (pipeline.generation() !== generation) return;
+      // Every step retries until a fence or a stop, so this is kafkajs giving the batch up
+      // (its partition sought or its runner stopped): nothing after it in the chain commits.
+      // A new member is the way back: the group then delivers the partition from its last commit.
+      logger.error({ err: error, topic, partition }, 'batch not committed and its partition would wait for ever; rejoining the group');
+      supervised.rejoin();
+    });
+    batch.settled = link;
+  }
+
+  /** The latest batch's payload: what commits go through for a batch kafkajs filtered out whole. */
+  let latestPayload: EachBatchPayload | undefined;
+
+  /**
+   * A fetch that held only transaction markers or aborted records reaches no handler:
+   * kafkajs moves past it and, with autoCommit off, commits nothing. Its partition's offset
+   * is committed past it in the partition's chain here, or a drained transactional partition
+   * would stay one offset (its last marker) short of its end for good, shown as lag.
+   */
+  function onFilteredBatch(topic: string, partition: number, lastOffset: string): void {
+    const payload = latestPayload;
+    if (payload === undefined || stopping) return;
+    const batch: BatchContext = { topic, partition, payload, isStale: () => false };
+    trackCommit(batch, pipeline.generation(), NO_LOAD, (BigInt(lastOffset) + 1n).toString(), 0, Promise.resolve([]));
   }
 
   async function eachBatch(payload: EachBatchPayload): Promise<void> {
     const { batch } = payload;
+    latestPayload = payload;
     if (batch.messages.length === 0) return;
     const format = formats.get(batch.topic) ?? 'canonical-event';
     const messages: RawEventMessage[] = batch.messages.map((m) => new ConsumedMessage(format, m, batch.topic, batch.partition));
@@ -267,31 +324,14 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
       clearInterval(beat);
     }
     if (!admitted) return;
-    const last = batch.messages.at(-1)!.offset;
-    const lag = Number(batch.offsetLag());
-    const name = partitionName(batch.topic, batch.partition);
-    const link = pipeline.track(name, generation, load, storeBatch(payload, messages, generation), async (rejected) => {
-      if (rejected.length > 0) await deadLetter(payload, rejected, generation);
-      metrics.consumerLag.set({ topic: batch.topic, partition: String(batch.partition) }, lag);
-      await withRetry('offset commit', payload, generation, () => commit(payload, (BigInt(last) + 1n).toString()));
-    });
-    link.catch((error: unknown) => {
-      if (stopping) return;
-      if (error instanceof FencedError) {
-        logger.info({ topic: batch.topic, partition: batch.partition }, 'batch of an earlier group generation not committed; the group delivers it again');
-        return;
-      }
-      if (pipeline.generation() !== generation) return;
-      // Every step retries until a fence or a stop, so this is kafkajs giving the batch up
-      // (its partition sought or its runner stopped): nothing after it in the chain commits.
-      // A new member is the way back: the group then delivers the partition from its last commit.
-      logger.error({ err: error, topic: batch.topic, partition: batch.partition }, 'batch not committed and its partition would wait for ever; rejoining the group');
-      supervised.rejoin();
-    });
+    // The batch's last record, a transaction's marker included: the commit goes past it.
+    const last = batch.lastOffset();
+    const context: BatchContext = { topic: batch.topic, partition: batch.partition, payload, isStale: () => payload.isStale() };
+    trackCommit(context, generation, load, (BigInt(last) + 1n).toString(), Number(batch.offsetLag()), storeBatch(context, messages, generation));
     // kafkajs fetches on from here while the batch is stored; the commit waits for the store.
     payload.resolveOffset(last);
     // A batch handed over while the consumer stops is committed before the member leaves.
-    if (!payload.isRunning()) await link;
+    if (!payload.isRunning()) await context.settled;
   }
 
   const stalledNow = () => pipeline.stalled(options.stallMs);

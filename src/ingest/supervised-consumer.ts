@@ -14,6 +14,11 @@ export interface SupervisedConsumerOptions {
    * these partitions, by topic. Batches handed over before it are no longer this member's to commit.
    */
   readonly onRebalance: (assignment: Readonly<Record<string, readonly number[]>> | undefined) => void;
+  /**
+   * kafkajs fetched a batch of only transaction markers or aborted records and moved past
+   * it without calling the handler: the partition may be committed up to `lastOffset` + 1.
+   */
+  readonly onFilteredBatch: (topic: string, partition: number, lastOffset: string) => void;
   readonly logger: Logger;
 }
 
@@ -73,6 +78,9 @@ export function createSupervisedConsumer(options: SupervisedConsumerOptions): Su
     // Every JoinGroup answered starts a generation, and kafkajs takes it up (a new offset
     // manager, which commits with it) only after the SyncGroup that follows: fencing here
     // comes before any commit could go out under the new generation for an older batch.
+    fresh.on(fresh.events.END_BATCH_PROCESS, ({ payload }) => {
+      if (payload.batchSize === 0) options.onFilteredBatch(payload.topic, payload.partition, payload.lastOffset);
+    });
     fresh.on(fresh.events.REQUEST, ({ payload }) => {
       if (payload.apiName === 'JoinGroup') options.onRebalance(undefined);
     });
