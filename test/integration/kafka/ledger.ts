@@ -100,10 +100,17 @@ export async function holdLedger(s: KafkaSuite, tenant: Tenant, deadLetters: Top
 
   let feed: CanonicalEvent[] = [];
   let letters: ReceivedMessage[] = [];
+  /** The feed's last refusal: a 503 while the store is slow to answer a read says nothing of what was ingested, so the poll goes on. */
+  let feedError: unknown;
   const deadline = Date.now() + SETTLE_MS;
   for (;;) {
     const metrics = parseMetrics((await request('GET', new URL('/metrics', s.gateway.baseUrl).toString())).text);
-    feed = await wholeFeed(s.gateway, tenant);
+    try {
+      feed = await wholeFeed(s.gateway, tenant);
+      feedError = undefined;
+    } catch (error) {
+      feedError = error;
+    }
     letters = deadLetters.messages.filter((m) => m.headers['dlq-source-topic'] === topic && ours.has(`${m.headers['dlq-source-partition']}/${m.headers['dlq-source-offset']}`));
     const inFeed = new Set(feed.map(identity));
     const lettered = new Set(letters.map((m) => `${m.headers['dlq-source-partition']}/${m.headers['dlq-source-offset']}`));
@@ -112,12 +119,13 @@ export async function holdLedger(s: KafkaSuite, tenant: Tenant, deadLetters: Top
     const stalled = samplesOf(metrics, 'ingest_partition_stalled', { topic }).filter((m) => m.value === 1 && partitions.has(Number(m.labels['partition'])));
     const waiting = stalled.length > 0 ? `partition(s) ${stalled.map((m) => m.labels['partition']).join(', ')} of ${topic} show ingest_partition_stalled 1 while the store answers`
       : Date.now() > deadline ? `timed out after ${SETTLE_MS} ms` : undefined;
-    if (waiting === undefined && missingFeed.length === 0 && missingDlq.length === 0) {
+    if (waiting === undefined && feedError === undefined && missingFeed.length === 0 && missingDlq.length === 0) {
       if (await committedToEnd()) break;
     }
     if (waiting !== undefined) {
       throw new Error([
         `${title}: ${waiting}; ${entries.length} messages produced`,
+        ...(feedError === undefined ? [] : [`the feed's last answer: ${(feedError as Error).message}`]),
         ...listed('valid, missing from the feed', missingFeed),
         ...listed('invalid, missing from the DLQ', missingDlq),
         ...firstUnaccounted([...missingFeed, ...missingDlq]),
