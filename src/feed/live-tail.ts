@@ -2,6 +2,7 @@ import { setTimeout as sleep } from 'node:timers/promises';
 import { AppError } from '../errors/app-error.js';
 import type { CanonicalEvent } from '../generated/schema-types.js';
 import { NIL_UUID } from '../ids/uuid.js';
+import type { GatewayMetrics } from '../metrics/gateway-metrics.js';
 import type { Logger } from '../observability/logger.js';
 import type { EventStore, TailBatch, TailedEvent, TailFilters, TailPosition } from '../store/event-store.js';
 import { encodeTailPosition } from './tail-position.js';
@@ -189,15 +190,24 @@ function messagesOf(events: readonly TailedEvent[]): TailMessage[] {
  * and joins there. So the store's reads per second depend on the number of streams
  * catching up, not on the number open.
  */
-export function createLiveTail(deps: { store: EventStore; settings: LiveTailSettings; logger: Logger }): LiveTail {
-  const { store, settings, logger } = deps;
+/** What the live tail reports on /metrics; the gateway's registry provides it. */
+export type LiveTailMetrics = Pick<GatewayMetrics, 'tailStoreReads' | 'tailSlowClosed' | 'tailStreams'>;
+
+export function createLiveTail(deps: { store: EventStore; settings: LiveTailSettings; logger: Logger; metrics?: LiveTailMetrics | undefined }): LiveTail {
+  const { store, settings, logger, metrics } = deps;
   const perOrg = new Map<string, number>();
   const perCaller = new Map<string, number>();
   const open = new Map<Stream, Promise<void>>();
   /** Live streams by project. */
   const live = new Map<string, Set<Stream>>();
   let catchingUp = 0;
+  let liveCount = 0;
   let closing = false;
+
+  function report(): void {
+    metrics?.tailStreams.set({ state: 'live' }, liveCount);
+    metrics?.tailStreams.set({ state: 'catching_up' }, catchingUp);
+  }
 
   // The shared read's state: where it has read up to, whether a read is in flight, who waits to join.
   let shared: TailPosition | undefined;
@@ -239,6 +249,8 @@ export function createLiveTail(deps: { store: EventStore; settings: LiveTailSett
     const streams = live.get(stream.key);
     if (streams === undefined || !streams.delete(stream)) return;
     if (streams.size === 0) live.delete(stream.key);
+    liveCount -= 1;
+    report();
   }
 
   function join(stream: Stream, at: TailPosition): boolean {
@@ -249,6 +261,8 @@ export function createLiveTail(deps: { store: EventStore; settings: LiveTailSett
     let streams = live.get(stream.key);
     if (streams === undefined) live.set(stream.key, (streams = new Set()));
     streams.add(stream);
+    liveCount += 1;
+    report();
     if (!looping) {
       looping = true;
       loop = runShared();
@@ -272,6 +286,7 @@ export function createLiveTail(deps: { store: EventStore; settings: LiveTailSett
   function checkBuffer(stream: Stream): void {
     if (stream.sink.queuedBytes <= settings.maxBufferBytes || stream.controller.signal.aborted) return;
     stream.notice = SLOW_READER_NOTICE;
+    metrics?.tailSlowClosed.inc();
     (stream.request.log ?? logger).info({ orgId: stream.request.orgId, projectId: stream.request.projectId, queuedBytes: stream.sink.queuedBytes }, 'live tail closed: client too slow');
     stream.controller.abort();
   }
@@ -328,6 +343,7 @@ export function createLiveTail(deps: { store: EventStore; settings: LiveTailSett
           const [orgId, projectId] = key.split('/') as [string, string];
           return { orgId, projectId };
         });
+        metrics?.tailStoreReads.inc({ kind: 'shared' });
         batch = await store.tailProjects({ scopes, after, before, limit: SHARED_BATCH_ROWS });
         failures = 0;
       } catch (error) {
@@ -368,6 +384,7 @@ export function createLiveTail(deps: { store: EventStore; settings: LiveTailSett
       let batch: TailBatch | undefined;
       try {
         const before = await store.tailHorizon(settings.settleMs);
+        metrics?.tailStoreReads.inc({ kind: 'own' });
         batch = await store.tailEvents({ ...scope, after: position, before, limit: TAIL_BATCH_ROWS });
         failures = 0;
       } catch (error) {
@@ -400,11 +417,13 @@ export function createLiveTail(deps: { store: EventStore; settings: LiveTailSett
 
   async function run(stream: Stream, start: TailPosition): Promise<void> {
     catchingUp += 1;
+    report();
     let joined = false;
     try {
       joined = await catchUp(stream, start);
     } finally {
       catchingUp -= 1;
+      report();
     }
     if (!joined) return;
     // Live: the shared loop feeds it until it is stopped.
@@ -456,8 +475,6 @@ export function createLiveTail(deps: { store: EventStore; settings: LiveTailSett
       await Promise.all([...open.values(), loop]);
     },
     get stats() {
-      let liveCount = 0;
-      for (const streams of live.values()) liveCount += streams.size;
       return { streams: open.size, live: liveCount, catchingUp, projects: live.size };
     },
   };
