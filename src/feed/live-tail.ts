@@ -5,6 +5,7 @@ import { NIL_UUID } from '../ids/uuid.js';
 import type { GatewayMetrics } from '../metrics/gateway-metrics.js';
 import type { Logger } from '../observability/logger.js';
 import type { EventStore, TailBatch, TailedEvent, TailFilters, TailPosition } from '../store/event-store.js';
+import { createSharedReads } from './shared-reads.js';
 import { encodeTailPosition } from './tail-position.js';
 
 export interface LiveTailSettings {
@@ -157,6 +158,17 @@ function afterHorizon(event: TailPosition, p: TailPosition): boolean {
 }
 
 const projectKey = (orgId: string, projectId: string) => `${orgId}/${projectId}`;
+function scopeOf(key: string): { orgId: string; projectId: string } {
+  const [orgId, projectId] = key.split('/') as [string, string];
+  return { orgId, projectId };
+}
+
+interface Joiner {
+  readonly stream: Stream;
+  /** The horizon the stream has read up to. */
+  readonly at: TailPosition;
+  readonly resolve: (outcome: TailPosition | boolean) => void;
+}
 
 interface Stream {
   readonly request: TailRequest;
@@ -168,12 +180,6 @@ interface Stream {
   lastLine: number;
   /** Why the gateway ended it, if it did. */
   notice: ClosingNotice | undefined;
-}
-
-interface PendingJoin {
-  readonly stream: Stream;
-  readonly at: TailPosition;
-  readonly resolve: (joined: boolean) => void;
 }
 
 function messagesOf(events: readonly TailedEvent[]): TailMessage[] {
@@ -209,13 +215,18 @@ export function createLiveTail(deps: { store: EventStore; settings: LiveTailSett
     metrics?.tailStreams.set({ state: 'catching_up' }, catchingUp);
   }
 
-  // The shared read's state: where it has read up to, whether a read is in flight, who waits to join.
+  // The shared read's state: where it has read up to, and the streams waiting to join it.
+  // Only the shared loop moves the position and lets streams join, between its reads.
   let shared: TailPosition | undefined;
-  let reading = false;
-  let pending: PendingJoin[] = [];
+  let waiting: Joiner[] = [];
   let loop: Promise<void> = Promise.resolve();
   let looping = false;
+  let nap = new AbortController();
   const closed = new AbortController();
+
+  // One clock query for every stream starting at the same moment, and for the shared read beside them.
+  const horizons = createSharedReads<string>();
+  const horizon = () => horizons.read('horizon', () => store.tailHorizon(settings.settleMs));
 
   function count(map: Map<string, number>, key: string, by: number): void {
     const n = (map.get(key) ?? 0) + by;
@@ -253,42 +264,119 @@ export function createLiveTail(deps: { store: EventStore; settings: LiveTailSett
     report();
   }
 
-  function join(stream: Stream, at: TailPosition): boolean {
-    if (stream.controller.signal.aborted) return false;
-    if (shared === undefined || live.size === 0) shared = at;
-    else if (!horizonAtOrAfter(at, shared)) return false;
+  /** Makes the stream live at `at`, at or after the shared position; in the shared loop only. */
+  function join(stream: Stream, at: TailPosition): void {
     stream.joinedAt = at;
     let streams = live.get(stream.key);
     if (streams === undefined) live.set(stream.key, (streams = new Set()));
     streams.add(stream);
     liveCount += 1;
     report();
-    if (!looping) {
-      looping = true;
-      loop = runShared();
+  }
+
+  /**
+   * Asks to join the shared read from `at`, a horizon the stream has read up to. The shared
+   * loop answers before its next read: true once live; otherwise where the stream is now,
+   * to go on with its own reads from there; false when the stream or the gateway closes.
+   */
+  function tryJoin(stream: Stream, at: TailPosition): Promise<TailPosition | boolean> {
+    if (stream.controller.signal.aborted || closing) return Promise.resolve(false);
+    return new Promise((resolve) => {
+      waiting.push({ stream, at, resolve });
+      if (!looping) {
+        looping = true;
+        loop = runShared();
+      } else nap.abort();
+    });
+  }
+
+  /**
+   * Lets the waiting streams join, before the shared read moves on. Those at or after the
+   * shared position join at once. Those behind it get the rows between from one read for
+   * all of them, up to the shared position, which cannot move meanwhile: so joining needs
+   * no race against the shared loop, and a reconnecting crowd costs one read, not one each.
+   */
+  async function admit(): Promise<void> {
+    const joiners = waiting.filter((j) => !j.stream.controller.signal.aborted);
+    for (const j of waiting) if (j.stream.controller.signal.aborted) j.resolve(false);
+    waiting = [];
+    if (joiners.length === 0) return;
+    if (closing) {
+      for (const j of joiners) j.resolve(false);
+      return;
     }
-    return true;
+    if (shared === undefined || live.size === 0) {
+      // Nobody is live: the shared read starts at the earliest of them, the others filter up to their own start.
+      shared = joiners.reduce((min, j) => (j.at.ingestedAt < min.ingestedAt ? j.at : min), joiners[0]!.at);
+    }
+    const from = shared;
+    const behind: Joiner[] = [];
+    for (const j of joiners) {
+      if (horizonAtOrAfter(j.at, from)) {
+        join(j.stream, j.at);
+        j.resolve(true);
+      } else behind.push(j);
+    }
+    if (behind.length === 0) return;
+    // Mid-page, the shared position is a row: reading up to it would need rows of one instant ordered by id.
+    if (from.id !== NIL_UUID) {
+      for (const j of behind) j.resolve(j.at);
+      return;
+    }
+    const after = behind.reduce((min, j) => (j.at.ingestedAt < min.ingestedAt ? j.at : min), behind[0]!.at);
+    let gap: TailBatch;
+    try {
+      metrics?.tailStoreReads.inc({ kind: 'join' });
+      gap = await store.tailProjects({
+        scopes: [...new Set(behind.map((j) => j.stream.key))].map(scopeOf),
+        after,
+        before: from.ingestedAt,
+        limit: SHARED_BATCH_ROWS,
+      });
+    } catch (error) {
+      logger.warn({ err: error, streams: behind.length }, 'live tail join read failed; the streams read on their own');
+      for (const j of behind) j.resolve(j.at);
+      return;
+    }
+    // A full read covers every row ingested before its last row's instant: that instant is a horizon they can stand on.
+    const upTo = gap.full ? { ingestedAt: gap.next.ingestedAt, id: NIL_UUID } : from;
+    const messages = messagesOf(gap.events);
+    for (const j of behind) {
+      if (j.stream.controller.signal.aborted || closing) {
+        j.resolve(false);
+        continue;
+      }
+      const selected = messages.filter(
+        (m, i) =>
+          `${m.event.org_id}/${m.event.project_id}` === j.stream.key &&
+          gap.events[i]!.position.ingestedAt < upTo.ingestedAt &&
+          afterHorizon(gap.events[i]!.position, j.at) &&
+          matchesFilters(j.stream.request.filters, m.event),
+      );
+      if (selected.length > 0) {
+        j.stream.sink.send(selected);
+        j.stream.lastLine = performance.now();
+      }
+      if (upTo === from) {
+        join(j.stream, from);
+        j.resolve(true);
+      } else j.resolve(horizonAtOrAfter(j.at, upTo) ? j.at : upTo);
+    }
   }
 
-  /** Joins the shared read at `at` (a horizon), once no shared read is in flight; false when `at` is behind it. */
-  function tryJoin(stream: Stream, at: TailPosition): Promise<boolean> {
-    if (!reading) return Promise.resolve(join(stream, at));
-    return new Promise((resolve) => pending.push({ stream, at, resolve }));
-  }
-
-  function settleJoins(): void {
-    const waiting = pending;
-    pending = [];
-    for (const p of waiting) p.resolve(!closing && join(p.stream, p.at));
-  }
-
-  /** Closes a stream whose client does not take its events, so that its queue stops growing. */
-  function checkBuffer(stream: Stream): void {
-    if (stream.sink.queuedBytes <= settings.maxBufferBytes || stream.controller.signal.aborted) return;
+  /**
+   * Closes a stream whose client has not taken what it was sent before: asked before each
+   * write, so one large batch to a client that reads is never taken for slowness, and a
+   * stream holds at most the bound plus one batch.
+   */
+  function tooSlow(stream: Stream): boolean {
+    if (stream.controller.signal.aborted) return true;
+    if (stream.sink.queuedBytes <= settings.maxBufferBytes) return false;
     stream.notice = SLOW_READER_NOTICE;
     metrics?.tailSlowClosed.inc();
     (stream.request.log ?? logger).info({ orgId: stream.request.orgId, projectId: stream.request.projectId, queuedBytes: stream.sink.queuedBytes }, 'live tail closed: client too slow');
     stream.controller.abort();
+    return true;
   }
 
   function fanOut(events: readonly TailedEvent[]): void {
@@ -309,10 +397,9 @@ export function createLiveTail(deps: { store: EventStore; settings: LiveTailSett
         const selected = messages.filter(
           (m, i) => (joinedAt === undefined || afterHorizon(projectEvents[i]!.position, joinedAt)) && matchesFilters(stream.request.filters, m.event),
         );
-        if (selected.length === 0) continue;
+        if (selected.length === 0 || tooSlow(stream)) continue;
         stream.sink.send(selected);
         stream.lastLine = now;
-        checkBuffer(stream);
       }
     }
   }
@@ -321,51 +408,50 @@ export function createLiveTail(deps: { store: EventStore; settings: LiveTailSett
     const now = performance.now();
     for (const streams of live.values()) {
       for (const stream of streams) {
-        if (now - stream.lastLine < settings.heartbeatMs) continue;
+        if (now - stream.lastLine < settings.heartbeatMs || tooSlow(stream)) continue;
         stream.sink.heartbeat();
         stream.lastLine = now;
-        checkBuffer(stream);
       }
     }
   }
 
-  /** The one loop that reads for every live stream of this process. */
+  /** One shared read for every live stream, handed out. */
+  async function readShared(): Promise<boolean> {
+    const after = shared;
+    if (after === undefined || live.size === 0) return false;
+    const before = await horizon();
+    metrics?.tailStoreReads.inc({ kind: 'shared' });
+    const batch = await store.tailProjects({ scopes: [...live.keys()].map(scopeOf), after, before, limit: SHARED_BATCH_ROWS });
+    fanOut(batch.events);
+    shared = batch.next;
+    return batch.full;
+  }
+
+  /** The one loop that reads for every live stream of this process, and lets streams join between its reads. */
   async function runShared(): Promise<void> {
     let failures = 0;
-    // `looping` turns false in the same step as the last check, so a stream joining later starts a new loop.
-    while (live.size > 0 && !closing && shared !== undefined) {
-      const after: TailPosition = shared;
-      let batch: TailBatch | undefined;
-      reading = true;
+    // `looping` turns false in the same step as the last check, so a stream asking to join later starts a new loop.
+    while ((live.size > 0 || waiting.length > 0) && !closing) {
+      let full = false;
       try {
-        const before = await store.tailHorizon(settings.settleMs);
-        const scopes = [...live.keys()].map((key) => {
-          const [orgId, projectId] = key.split('/') as [string, string];
-          return { orgId, projectId };
-        });
-        metrics?.tailStoreReads.inc({ kind: 'shared' });
-        batch = await store.tailProjects({ scopes, after, before, limit: SHARED_BATCH_ROWS });
+        await admit();
+        full = await readShared();
         failures = 0;
       } catch (error) {
         failures += 1;
         // Every stream stays open and keeps its heartbeat; the store is asked again after a backoff.
         logger.warn({ err: error, failures, projects: live.size }, 'live tail shared read failed; retrying');
-      } finally {
-        reading = false;
       }
-      // From here to the next read nothing awaits: the batch is handed out, the position moves,
-      // and only then do waiting streams join, so none joins behind rows it would miss.
-      if (batch !== undefined) {
-        fanOut(batch.events);
-        shared = batch.next;
-      }
-      settleJoins();
       heartbeats();
-      if (batch?.full === true) continue;
+      if (full) continue;
       const delay = failures === 0 ? settings.pollMs : Math.max(settings.pollMs, Math.min(MAX_RETRY_DELAY_MS, settings.pollMs * 2 ** failures));
-      await pause(delay, closed.signal);
+      nap = new AbortController();
+      // A stream asking to join wakes the loop: it should not wait a poll interval for its first rows.
+      if (waiting.length === 0) await pause(delay, AbortSignal.any([nap.signal, closed.signal]));
     }
     looping = false;
+    for (const j of waiting) j.resolve(false);
+    waiting = [];
     if (live.size === 0) shared = undefined;
   }
 
@@ -379,11 +465,21 @@ export function createLiveTail(deps: { store: EventStore; settings: LiveTailSett
     let failures = 0;
     while (!signal.aborted && !closing) {
       // Only a position on a horizon can join: rows at the same instant need no UUID order in memory.
-      if (position.id === NIL_UUID && (await tryJoin(stream, position))) return true;
-      if (signal.aborted || closing) break;
+      if (position.id === NIL_UUID) {
+        const joined = await tryJoin(stream, position);
+        if (joined === true) return true;
+        if (joined === false) break;
+        if (joined !== position) {
+          // It read part of the gap: let the client take that, then try again from there.
+          position = joined;
+          await unlessAborted(sink.drained(), signal);
+          continue;
+        }
+        // The shared read is mid-page: read on alone past it.
+      }
       let batch: TailBatch | undefined;
       try {
-        const before = await store.tailHorizon(settings.settleMs);
+        const before = await horizon();
         metrics?.tailStoreReads.inc({ kind: 'own' });
         batch = await store.tailEvents({ ...scope, after: position, before, limit: TAIL_BATCH_ROWS });
         failures = 0;
@@ -438,7 +534,7 @@ export function createLiveTail(deps: { store: EventStore; settings: LiveTailSett
       let start: TailPosition;
       try {
         // (horizon, NIL) sorts before every event ingested at the horizon: they are all new to this stream.
-        start = request.after ?? { ingestedAt: await store.tailHorizon(settings.settleMs), id: NIL_UUID };
+        start = request.after ?? { ingestedAt: await horizon(), id: NIL_UUID };
         if (closing) throw shuttingDown();
       } catch (error) {
         freeSlots();
@@ -471,7 +567,6 @@ export function createLiveTail(deps: { store: EventStore; settings: LiveTailSett
         stream.controller.abort();
       }
       closed.abort();
-      settleJoins();
       await Promise.all([...open.values(), loop]);
     },
     get stats() {

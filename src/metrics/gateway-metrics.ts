@@ -14,7 +14,7 @@ export interface GatewayMetrics {
   readonly deadLettered: Counter<'reason'>;
   /** Requests refused with 429 by the per-organization rate limit, by route template (never by organization: one series each would be unbounded). */
   readonly rateLimited: Counter<'route'>;
-  /** The live tail's reads of the store: `shared` (one per poll interval for every live stream) or `own` (a stream catching up). */
+  /** The live tail's reads of the store: `shared` (one per poll interval for every live stream), `join` (one for the streams joining it) or `own` (a stream catching up). */
   readonly tailStoreReads: Counter<'kind'>;
   /** Live tails the gateway closed because their client did not read (STREAM_MAX_BUFFER_BYTES). */
   readonly tailSlowClosed: Counter;
@@ -69,7 +69,7 @@ export function createGatewayMetrics(): GatewayMetrics {
     rateLimited: new Counter({ name: 'http_rate_limited_total', help: 'Requests refused by the per-organization rate limit, by route template.', labelNames: ['route'], registers }),
     tailStoreReads: new Counter({
       name: 'live_tail_store_reads_total',
-      help: 'Window reads of the live tail: shared (one per poll interval for every live stream) or own (a stream catching up after Last-Event-ID).',
+      help: 'Window reads of the live tail: shared (one per poll interval for every live stream), join (one for the streams joining it) or own (a stream catching up after Last-Event-ID).',
       labelNames: ['kind'],
       registers,
     }),
