@@ -156,7 +156,7 @@ if (spec.brokers !== undefined && spec.brokers.length > 0) {
   const lastSend = Date.now();
   const drainMs = spec.drainMs ?? 15_000;
   while (delivered < expected && Date.now() - lastSend < drainMs) await new Promise((r) => setTimeout(r, 100));
-  const maxMs = delays.reduce((m, d) => Math.max(m, d), Number.NaN);
+  const maxMs = delays.reduce((m, d) => Math.max(m, d), 0);
   summary = { sent, expected, delivered, maxMs, ...summarize(delays) };
   const cpu = process.cpuUsage(cpuStart);
   summary['generatorCores'] = Number(((cpu.user + cpu.system) / 1000 / (performance.now() - wallStart)).toFixed(2));
