@@ -16,10 +16,11 @@ import { measureEmbedded } from './scenarios/embedded.js';
 import { measureFeed } from './scenarios/feed.js';
 import { measureIngest } from './scenarios/ingest.js';
 import { measureMemory } from './scenarios/memory.js';
+import { measureTail } from './scenarios/tail.js';
 import { newSecret, type BenchContext } from './support/context.js';
 import { markdownTable, record, type Row } from './support/results.js';
 
-const DEFAULT_SCENARIOS = ['commands', 'ingest', 'feed', 'embedded', 'memory'];
+const DEFAULT_SCENARIOS = ['commands', 'ingest', 'feed', 'embedded', 'memory', 'tail'];
 const env = process.env;
 const number = (name: string, fallback: number) => Number(env[name] ?? fallback);
 
@@ -30,6 +31,8 @@ const settings = {
   BENCH_EMBEDDED_EVENTS: number('BENCH_EMBEDDED_EVENTS', 100_000),
   BENCH_SOAK_SECONDS: number('BENCH_SOAK_SECONDS', 600),
   INGEST_BATCH_SIZE: number('INGEST_BATCH_SIZE', 50_000),
+  BENCH_TAIL_COUNTS: env['BENCH_TAIL_COUNTS'] ?? '10,1000,10000',
+  BENCH_TAIL_RATE: number('BENCH_TAIL_RATE', 200),
 };
 const scenarios = (env['BENCH_SCENARIOS'] ?? DEFAULT_SCENARIOS.join(',')).split(',').map((s) => s.trim());
 for (const s of scenarios) if (!DEFAULT_SCENARIOS.includes(s)) throw new Error(`BENCH_SCENARIOS: unknown scenario "${s}"; known: ${DEFAULT_SCENARIOS.join(', ')}`);
@@ -57,6 +60,7 @@ try {
     feed: () => measureFeed(ctx, settings.BENCH_FEED_SIZES.split(',').map(Number)),
     embedded: () => measureEmbedded(ctx, settings.BENCH_EMBEDDED_EVENTS),
     memory: () => measureMemory(ctx, settings.BENCH_SOAK_SECONDS),
+    tail: () => measureTail(ctx, settings.BENCH_TAIL_COUNTS.split(',').map(Number), settings.BENCH_TAIL_RATE),
   };
   for (const name of scenarios) {
     console.error(`bench: ${name}`);

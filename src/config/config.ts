@@ -175,6 +175,12 @@ export interface LiveTailConfig {
   readonly heartbeatMs: number;
   /** Open streams per organization on one gateway process (STREAM_MAX_PER_ORG). */
   readonly maxPerOrg: number;
+  /** Open streams per caller, the token's subject, on one gateway process (STREAM_MAX_PER_CALLER). */
+  readonly maxPerCaller: number;
+  /** Open streams on one gateway process in all (STREAM_MAX_PER_PROCESS). */
+  readonly maxPerProcess: number;
+  /** Bytes a stream may queue for a client that does not read them before it is closed (STREAM_MAX_BUFFER_BYTES). */
+  readonly maxBufferBytes: number;
 }
 
 
@@ -474,7 +480,11 @@ export function loadConfig(env: Env): Config {
       settleMs: integer(env, 'STREAM_SETTLE_MS', 2000, 0, 600_000),
       pollMs: integer(env, 'STREAM_POLL_MS', 500, 10, 60_000),
       heartbeatMs: integer(env, 'STREAM_HEARTBEAT_MS', 15_000, 100, 300_000),
-      maxPerOrg: integer(env, 'STREAM_MAX_PER_ORG', 20, 1, 100_000),
+      // The caps follow measured memory and CPU per stream (docs/decisions/live-tail.md, "Limits").
+      maxPerOrg: integer(env, 'STREAM_MAX_PER_ORG', 1000, 1, 1_000_000),
+      maxPerCaller: integer(env, 'STREAM_MAX_PER_CALLER', 100, 1, 1_000_000),
+      maxPerProcess: integer(env, 'STREAM_MAX_PER_PROCESS', 10_000, 1, 1_000_000),
+      maxBufferBytes: integer(env, 'STREAM_MAX_BUFFER_BYTES', 262_144, 1024, 1_073_741_824),
     },
   };
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(config.logLevel)) {

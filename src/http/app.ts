@@ -59,10 +59,10 @@ export function createApp(deps: AppDependencies): Koa<GatewayState> {
   if (deps.api !== undefined) {
     registerOpenApiRoute(api);
     registerAsyncApiRoute(api);
-    // The three v1 operations spend the organization's tokens (RATE_LIMIT_PER_ORG).
+    // The three v1 operations and opening a live tail spend the organization's tokens (RATE_LIMIT_PER_ORG).
     const limited = { ...deps.api, rateLimit: rateLimit(deps.api.rateLimiter, deps.metrics) };
     registerEventsRoute(api, limited);
-    registerEventsStreamRoute(api, deps.api);
+    registerEventsStreamRoute(api, limited);
     registerEnrollRoute(api, limited);
     registerEdgePolicyRoute(api, limited);
   }

@@ -135,12 +135,12 @@ export function openApiDocument(): JsonObject {
           ],
           responses: {
             '200': {
-              description: 'The stream: `retry: 2000` first, then one message per event (`id:` and `data:`, no `event:` field) and heartbeat comments, until the client or the gateway closes it.',
+              description: 'The stream: `retry: 2000` first, then one message per event (`id:` and `data:`, no `event:` field) and heartbeat comments, until the client or the gateway closes it. When the gateway ends it (a client reading too slowly, a shutdown), the last message is `event: closing` with the error envelope as data and no `id:`, so the client resumes with Last-Event-ID.',
               content: { 'text/event-stream': { schema: { type: 'string' } } },
             },
             ...errors(400, 401, 403),
             '429': {
-              description: 'The organization has as many live tails open on this gateway as it may (STREAM_MAX_PER_ORG); retry after Retry-After.',
+              description: 'The caller, the organization or this gateway has as many live tails open as it may (STREAM_MAX_PER_CALLER, STREAM_MAX_PER_ORG, STREAM_MAX_PER_PROCESS), or the organization\'s request rate limit is spent (RATE_LIMIT_PER_ORG); retry after Retry-After.',
               headers: { 'Retry-After': { description: 'Seconds to wait before opening again.', schema: { type: 'integer' } } },
               ...json(ref('error-envelope.schema.json')),
             },

@@ -15,7 +15,7 @@ import { createOrgRateLimiter } from '../http/org-rate-limiter.js';
 import { createEventIngestor, type EventIngestor } from '../ingest/event-ingestor.js';
 import { createKafkaReadiness } from '../kafka/kafka-readiness.js';
 import type { Logger } from '../observability/logger.js';
-import { createGatewayMetrics } from '../metrics/gateway-metrics.js';
+import { createGatewayMetrics, type GatewayMetrics } from '../metrics/gateway-metrics.js';
 import { NotReady, type ReadinessProbe } from '../observability/readiness.js';
 import { createSchemaRegistry, type SchemaRegistry } from '../schemas/schema-registry.js';
 import { createClickHouseCommandLog } from '../store/clickhouse-command-log.js';
@@ -54,13 +54,13 @@ function apiDependencies(
   config: Config,
   logger: Logger,
   env: CommandEnvironment,
-  parts: { idempotency: IdempotencyStore; store: EventStore; publisher: CommandPublisher; schemas: SchemaRegistry },
+  parts: { idempotency: IdempotencyStore; store: EventStore; publisher: CommandPublisher; schemas: SchemaRegistry; metrics: GatewayMetrics },
 ): ApiDependencies {
   return {
     verifier: createVerifier(config, logger),
     schemas: parts.schemas,
     feed: createFeedService({ store: parts.store, cursors: createCursorCodec(cursorKey(config, logger)) }),
-    liveTail: createLiveTail({ store: parts.store, settings: config.liveTail, logger }),
+    liveTail: createLiveTail({ store: parts.store, settings: config.liveTail, logger, metrics: parts.metrics }),
     enroll: createEnrollDevice({
       publisher: parts.publisher,
       idempotency: parts.idempotency,
@@ -135,7 +135,7 @@ export async function startRuntime(config: Config, logger: Logger, env: CommandE
       closers.push(() => publisher.close());
       const idempotency = await openIdempotencyStore(transport, config);
       logger.info({ compareAndSet: idempotency.compareAndSet }, idempotency.compareAndSet ? 'Idempotency-Key records in KeeperMap' : 'Idempotency-Key records in the idempotency_keys table');
-      api = apiDependencies(config, logger, env, { idempotency, store, publisher, schemas });
+      api = apiDependencies(config, logger, env, { idempotency, store, publisher, schemas, metrics });
     }
     const separateOps = config.opsPort !== undefined;
     let ops: HttpServer | undefined;

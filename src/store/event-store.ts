@@ -68,6 +68,11 @@ export interface EventStore {
   tailHorizon(settleMs: number): Promise<string>;
   /** The next rows of a live tail, in ingestion order: ingested_at asc, id asc. */
   tailEvents(query: TailQuery): Promise<TailBatch>;
+  /**
+   * The next rows of several projects at once, unfiltered, in one ingestion order: the
+   * live tail's shared read, which fans them out to each stream in memory.
+   */
+  tailProjects(query: SharedTailQuery): Promise<TailBatch>;
 }
 
 /** The filters of the live tail: the feed's, without its occurred_at bounds. */
@@ -86,6 +91,20 @@ export interface TailQuery {
   /** Only rows strictly after this position in ingestion order. */
   readonly after: TailPosition;
   /** Only rows ingested before this instant (the horizon, store text): later ones may not all be visible yet. */
+  readonly before: string;
+  readonly limit: number;
+}
+
+/** One tailed project of one organization. */
+export interface TailScope {
+  readonly orgId: string;
+  readonly projectId: string;
+}
+
+/** Like TailQuery, over several projects and with no filters. */
+export interface SharedTailQuery {
+  readonly scopes: readonly TailScope[];
+  readonly after: TailPosition;
   readonly before: string;
   readonly limit: number;
 }
