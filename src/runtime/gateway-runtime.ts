@@ -26,6 +26,7 @@ import { createVerifier } from './auth-runtime.js';
 import { startHttpServer, type HttpServer } from './http-server.js';
 import { kafkaCommandPublisher, openKafka, runsOnKafka, startIngestConsumer, type OpenedKafka } from './kafka-runtime.js';
 import { loadOrCreateSecret } from './secrets.js';
+import { createClientAddressOf } from '../http/client-address.js';
 import { openIdempotencyStore, openStore } from './store-runtime.js';
 
 export interface Runtime {
@@ -68,6 +69,13 @@ function apiDependencies(
       env,
     }),
     rateLimiter: config.rateLimit === undefined ? undefined : createOrgRateLimiter(config.rateLimit),
+    authFailures:
+      config.authFailures === undefined
+        ? undefined
+        : {
+            limiter: createOrgRateLimiter({ perSecond: config.authFailures.perMinute / 60, burst: config.authFailures.burst }),
+            clientAddressOf: createClientAddressOf(config.trustedProxies),
+          },
     updateEdgePolicy: createUpdateEdgePolicy({ publisher: parts.publisher, topic: config.topics.edgePolicyCommands, env }),
   };
 }
