@@ -69,9 +69,11 @@ const keyReused = () =>
 
 /**
  * Enrolls a device. With an Idempotency-Key, the accepted command is recorded before it
- * is published, and a retry republishes that same command (same id, same time) and
- * answers as before: a crash anywhere in between loses nothing, and the copy a retry may
- * add carries the command_id that consumers and the feed fold (docs/decisions/idempotency.md).
+ * is published, and Kafka's acknowledgement (partition, offset) is recorded after. A retry
+ * answers as before; it publishes nothing once the acknowledgement is recorded, and only
+ * a claim without one (a crash or a 503 between claim and acknowledgement) is published
+ * again, as the same command (same id, same time), which consumers and the feed fold
+ * (docs/decisions/idempotency.md).
  *
  * Requests with one key that overlap in this process share one flight: one command, one
  * answer. Across processes the idempotency store decides: with Keeper its claim is a
@@ -83,6 +85,8 @@ export function createEnrollDevice(deps: {
   idempotency: IdempotencyStore;
   topic: string;
   env: CommandEnvironment;
+  /** Hears of an acknowledgement the idempotency store could not record (for a log line). */
+  onAckNotRecorded?: (error: unknown) => void;
 }): EnrollDevice {
   const inFlight = new Map<string, { readonly digest: string; readonly answer: Promise<EnrollmentAccepted> }>();
 
@@ -91,7 +95,12 @@ export function createEnrollDevice(deps: {
     const first = await deps.idempotency.claim(ref, { fingerprint: digest, record: JSON.stringify(mine) });
     if (first.fingerprint !== digest) throw keyReused();
     const accepted = JSON.parse(first.record) as AcceptedEnrollment;
-    await deps.publisher.publish(accepted.publish);
+    // Acknowledged before: the command is on its topic, and a retry must not add a copy.
+    if (first.ack !== undefined) return accepted.response;
+    const ack = await deps.publisher.publish(accepted.publish);
+    // The command is durable whatever happens here: a record that failed to note the
+    // acknowledgement only lets a later retry publish the same command_id again.
+    await deps.idempotency.acknowledge(ref, digest, JSON.stringify(ack)).catch((error: unknown) => deps.onAckNotRecorded?.(error));
     return accepted.response;
   }
 

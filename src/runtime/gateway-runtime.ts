@@ -67,6 +67,7 @@ function apiDependencies(
       idempotency: parts.idempotency,
       topic: config.topics.enrollmentCommands,
       env,
+      onAckNotRecorded: (error) => logger.warn({ err: error }, 'an Idempotency-Key acknowledgement was not recorded; a retry may publish the command again'),
     }),
     rateLimiter: config.rateLimit === undefined ? undefined : createOrgRateLimiter(config.rateLimit),
     authFailures:

@@ -9,11 +9,13 @@ import { uuid } from '../../support/factories.js';
 const schemas = createSchemaRegistry();
 
 /** An in-memory idempotency store with a compare-and-set: the first entry claimed for a key holds, as in KeeperMap. */
-function memoryIdempotency(): IdempotencyStore & { readonly saves: number } {
+function memoryIdempotency(options: { failAcks?: boolean } = {}): IdempotencyStore & { readonly saves: number; readonly acks: string[] } {
   const entries = new Map<string, IdempotencyEntry>();
+  const acks: string[] = [];
   let saves = 0;
   return {
     compareAndSet: true,
+    acks,
     get saves() {
       return saves;
     },
@@ -22,6 +24,13 @@ function memoryIdempotency(): IdempotencyStore & { readonly saves: number } {
       const key = `${ref.orgId}|${ref.scope}|${ref.key}`;
       if (!entries.has(key)) entries.set(key, entry);
       return entries.get(key)!;
+    },
+    async acknowledge(ref, fingerprint, ack) {
+      if (options.failAcks === true) throw new Error('store down');
+      const key = `${ref.orgId}|${ref.scope}|${ref.key}`;
+      const held = entries.get(key)!;
+      if (held.fingerprint === fingerprint) entries.set(key, { ...held, ack });
+      acks.push(ack);
     },
   };
 }
@@ -37,6 +46,7 @@ function fakes(options: { failPublishes?: number; idempotency?: IdempotencyStore
         throw new AppError('UPSTREAM_UNAVAILABLE', 'broker down');
       }
       published.push(request);
+      return { partition: 3, offset: String(published.length - 1) };
     },
     async close() {},
   };
@@ -82,8 +92,8 @@ describe('enroll device', () => {
     expect(published[0]!.command.headers['traceparent']).to.equal('00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01');
   });
 
-  it('republishes the very same command for a retry, and answers the same', async () => {
-    const { published, enroll } = fakes();
+  it('republishes the very same command for a retry whose claim has no acknowledgement, and answers the same', async () => {
+    const { published, enroll } = fakes({ idempotency: memoryIdempotency({ failAcks: true }) });
     const req = input({ idempotencyKey: 'k' });
     const first = await enroll(req);
     const second = await enroll(req);
@@ -140,7 +150,7 @@ describe('enroll device', () => {
 
   it('gives two gateways that each see only their own record one command id (no compare-and-set)', async () => {
     // The worst race without Keeper: every claim returns the entry it was given.
-    const blind: IdempotencyStore = { compareAndSet: false, claim: async (_ref, entry) => entry };
+    const blind: IdempotencyStore = { compareAndSet: false, claim: async (_ref, entry) => entry, acknowledge: async () => undefined };
     const gatewayA = fakes({ idempotency: blind });
     const gatewayB = fakes({ idempotency: blind });
     const req = input({ idempotencyKey: 'across' });
@@ -157,5 +167,28 @@ describe('enroll device', () => {
       expect(keyedCommandId(other, 'digest-1')).to.not.equal(keyedCommandId(ref, 'digest-1'));
     }
     expect(keyedCommandId(ref, 'digest-2')).to.not.equal(keyedCommandId(ref, 'digest-1'));
+  });
+
+  describe('acknowledged commands', () => {
+    it('publishes once across retries after the acknowledgement, and records partition and offset', async () => {
+      const idempotency = memoryIdempotency();
+      const { published, enroll } = fakes({ idempotency });
+      const req = input({ idempotencyKey: 'acked' });
+      const answers = [await enroll(req), await enroll(req), await enroll(req)];
+      expect(published).to.have.length(1);
+      expect(new Set(answers.map((a) => JSON.stringify(a))).size).to.equal(1);
+      expect(idempotency.acks).to.deep.equal([JSON.stringify({ partition: 3, offset: '0' })]);
+    });
+
+    it('publishes the claimed command again when the claim has no acknowledgement (the crash window)', async () => {
+      const idempotency = memoryIdempotency();
+      const { published, enroll } = fakes({ idempotency, failPublishes: 1 });
+      const req = input({ idempotencyKey: 'unacked' });
+      expect((await enroll(req).catch((e: AppError) => e)) instanceof AppError).to.equal(true);
+      const answer = await enroll(req);
+      await enroll(req);
+      expect(published).to.have.length(1);
+      expect(published[0]!.command.commandId).to.equal(answer.enrollment_id);
+    });
   });
 });
