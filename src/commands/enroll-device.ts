@@ -62,6 +62,9 @@ export function buildEnrollment(input: EnrollInput, topic: string, env: CommandE
   };
 }
 
+/** How often a request waiting for another's acknowledgement reads the record again. */
+const ACK_POLL_MS = 50;
+
 const keyReused = () =>
   new AppError('IDEMPOTENCY_KEY_REUSED', 'Idempotency-Key reused', {
     detail: 'This Idempotency-Key was already used with a different request.',
@@ -85,6 +88,11 @@ export function createEnrollDevice(deps: {
   idempotency: IdempotencyStore;
   topic: string;
   env: CommandEnvironment;
+  /**
+   * How long a publish may take before its request gives up (COMMAND_TIMEOUT_MS plus a
+   * margin): a claim without an acknowledgement younger than this may still be publishing.
+   */
+  publishWindowMs: number;
   /** Hears of an acknowledgement the idempotency store could not record (for a log line). */
   onAckNotRecorded?: (error: unknown) => void;
 }): EnrollDevice {
@@ -92,8 +100,16 @@ export function createEnrollDevice(deps: {
 
   async function enrollOnce(input: EnrollInput, ref: IdempotencyKeyRef, digest: string): Promise<EnrollmentAccepted> {
     const mine = buildEnrollment(input, deps.topic, deps.env, keyedCommandId(ref, digest));
-    const first = await deps.idempotency.claim(ref, { fingerprint: digest, record: JSON.stringify(mine) });
+    const entry = { fingerprint: digest, record: JSON.stringify(mine) };
+    let first = await deps.idempotency.claim(ref, entry);
     if (first.fingerprint !== digest) throw keyReused();
+    // Another request's claim, young enough that its publish may still be under way: wait
+    // for its acknowledgement rather than send a copy beside it. Past the publish's own
+    // time bound that request has answered 503 or died, and its claim is published here.
+    while (first.ack === undefined && first.record !== entry.record && (first.ageMs ?? Infinity) < deps.publishWindowMs) {
+      await new Promise((resolve) => setTimeout(resolve, ACK_POLL_MS));
+      first = await deps.idempotency.claim(ref, entry);
+    }
     const accepted = JSON.parse(first.record) as AcceptedEnrollment;
     // Acknowledged before: the command is on its topic, and a retry must not add a copy.
     if (first.ack !== undefined) return accepted.response;

@@ -9,6 +9,8 @@ export interface IdempotencyEntry {
    * by the command handler): a retry then answers from the record and publishes nothing.
    */
   readonly ack?: string | undefined;
+  /** How long ago the held entry was claimed, by the store's clock; set on entries claim() returns. */
+  readonly ageMs?: number | undefined;
 }
 
 export interface IdempotencyKeyRef {

@@ -67,6 +67,8 @@ function apiDependencies(
       idempotency: parts.idempotency,
       topic: config.topics.enrollmentCommands,
       env,
+      // The publisher's bound, plus a second for the acknowledgement's own write.
+      publishWindowMs: config.commandTimeoutMs + 1000,
       onAckNotRecorded: (error) => logger.warn({ err: error }, 'an Idempotency-Key acknowledgement was not recorded; a retry may publish the command again'),
     }),
     rateLimiter: config.rateLimit === undefined ? undefined : createOrgRateLimiter(config.rateLimit),

@@ -95,13 +95,16 @@ export function createKeeperMapIdempotencyStore(transport: SqlTransport, options
     // Each pass either wins, reads a live record, or removes an expired one; a third
     // pass is only needed when others keep expiring and recreating the key meanwhile.
     for (let attempt = 0; attempt < 5; attempt += 1) {
-      if (await insertIfAbsent(claim, entry)) return entry;
-      const [held] = await transport.query<{ fingerprint: string; record: string; created_at: string; live: number }>(
-        `SELECT fingerprint, record, toString(created_at) AS created_at, created_at > now64(3) - INTERVAL {window:UInt32} SECOND AS live
+      if (await insertIfAbsent(claim, entry)) return { ...entry, ageMs: 0 };
+      const [held] = await transport.query<{ fingerprint: string; record: string; created_at: string; live: number; age_ms: number | string }>(
+        `SELECT fingerprint, record, toString(created_at) AS created_at, created_at > now64(3) - INTERVAL {window:UInt32} SECOND AS live,
+           dateDiff('millisecond', created_at, now64(3)) AS age_ms
          FROM idempotency_claims WHERE claim = {claim:String}`,
         { claim, window },
       );
-      if (held !== undefined && Number(held.live) === 1) return { fingerprint: held.fingerprint, record: held.record, ack: await ackOf(claim, held) };
+      if (held !== undefined && Number(held.live) === 1) {
+        return { fingerprint: held.fingerprint, record: held.record, ack: await ackOf(claim, held), ageMs: Number(held.age_ms) };
+      }
       if (held !== undefined) {
         try {
           await transport.command(

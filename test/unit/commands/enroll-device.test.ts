@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import type { CommandPublisher, PublishRequest } from '../../../src/commands/command-publisher.js';
-import { createEnrollDevice, keyedCommandId, type EnrollInput } from '../../../src/commands/enroll-device.js';
+import { buildEnrollment, createEnrollDevice, keyedCommandId, type EnrollInput } from '../../../src/commands/enroll-device.js';
+import { fingerprint } from '../../../src/commands/fingerprint.js';
 import type { IdempotencyEntry, IdempotencyStore } from '../../../src/commands/idempotency-store.js';
 import { AppError } from '../../../src/errors/app-error.js';
 import { createSchemaRegistry } from '../../../src/schemas/schema-registry.js';
@@ -53,7 +54,7 @@ function fakes(options: { failPublishes?: number; idempotency?: IdempotencyStore
   const idempotency = options.idempotency ?? memoryIdempotency();
   let clock = Date.parse('2026-06-01T12:00:00Z');
   const env = { now: () => new Date((clock += 1000)), newId: uuid };
-  return { published, enroll: createEnrollDevice({ publisher, idempotency, topic: 'enroll.topic', env }) };
+  return { published, enroll: createEnrollDevice({ publisher, idempotency, topic: 'enroll.topic', env, publishWindowMs: 0 }) };
 }
 
 function input(overrides: Partial<EnrollInput> = {}): EnrollInput {
@@ -189,6 +190,52 @@ describe('enroll device', () => {
       await enroll(req);
       expect(published).to.have.length(1);
       expect(published[0]!.command.commandId).to.equal(answer.enrollment_id);
+    });
+
+    it('waits for the acknowledgement of another gateway\'s young claim instead of publishing beside it', async () => {
+      const store = memoryIdempotency();
+      // Claims from the shared store look a moment old, as a racing gateway's would.
+      const shared: IdempotencyStore = { ...store, claim: async (ref, entry) => ({ ...(await store.claim(ref, entry)), ageMs: 10 }), acknowledge: store.acknowledge };
+      let release: () => void = () => undefined;
+      const slow: PublishRequest[] = [];
+      const slowPublisher: CommandPublisher = {
+        async publish(request) {
+          await new Promise<void>((resolve) => (release = resolve));
+          slow.push(request);
+          return { partition: 0, offset: '7' };
+        },
+        async close() {},
+      };
+      const env = { now: () => new Date(), newId: uuid };
+      const gatewayA = createEnrollDevice({ publisher: slowPublisher, idempotency: shared, topic: 't', env, publishWindowMs: 60_000 });
+      const gatewayB = fakes({ idempotency: shared });
+      const req = input({ idempotencyKey: 'raced' });
+      const a = gatewayA(req);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      const b = createEnrollDevice({ publisher: { publish: async (r) => (gatewayB.published.push(r), { partition: 0, offset: '8' }), close: async () => undefined }, idempotency: shared, topic: 't', env, publishWindowMs: 60_000 })(req);
+      await new Promise((resolve) => setTimeout(resolve, 120));
+      release();
+      const [answerA, answerB] = await Promise.all([a, b]);
+      expect(answerB).to.deep.equal(answerA);
+      expect(slow).to.have.length(1);
+      expect(gatewayB.published).to.have.length(0);
+    });
+
+    it('publishes another gateway\'s claim once it is older than the publish window without an acknowledgement', async () => {
+      const store = memoryIdempotency();
+      const shared: IdempotencyStore = { ...store, claim: async (ref, entry) => ({ ...(await store.claim(ref, entry)), ageMs: 5_000 }), acknowledge: store.acknowledge };
+      const env = { now: () => new Date(), newId: uuid };
+      const req = input({ idempotencyKey: 'abandoned' });
+      const published: PublishRequest[] = [];
+      const publisher: CommandPublisher = { publish: async (r) => (published.push(r), { partition: 0, offset: '1' }), close: async () => undefined };
+      // A claim left by a request that died before publishing.
+      await store.claim({ orgId: req.context.orgId, scope: `enroll:${req.path.project_id}:${req.path.fleet_id}:${req.path.device_id}`, key: 'abandoned' }, {
+        fingerprint: fingerprint({ path: req.path, body: req.body }),
+        record: JSON.stringify(buildEnrollment(req, 't', env, 'aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa')),
+      });
+      const answer = await createEnrollDevice({ publisher, idempotency: shared, topic: 't', env, publishWindowMs: 1000 })(req);
+      expect(answer.enrollment_id).to.equal('aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa');
+      expect(published.map((p) => p.command.commandId)).to.deep.equal(['aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa']);
     });
   });
 });
