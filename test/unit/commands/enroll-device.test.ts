@@ -195,7 +195,7 @@ describe('enroll device', () => {
     it('waits for the acknowledgement of another gateway\'s young claim instead of publishing beside it', async () => {
       const store = memoryIdempotency();
       // Claims from the shared store look a moment old, as a racing gateway's would.
-      const shared: IdempotencyStore = { ...store, claim: async (ref, entry) => ({ ...(await store.claim(ref, entry)), ageMs: 10 }), acknowledge: store.acknowledge };
+      const shared: IdempotencyStore = { ...store, claim: async (ref, entry) => ({ ...(await store.claim(ref, entry)), ageMs: 10 }), acknowledge: (ref, fp, ack) => store.acknowledge(ref, fp, ack) };
       let release: () => void = () => undefined;
       const slow: PublishRequest[] = [];
       const slowPublisher: CommandPublisher = {
@@ -223,7 +223,7 @@ describe('enroll device', () => {
 
     it('publishes another gateway\'s claim once it is older than the publish window without an acknowledgement', async () => {
       const store = memoryIdempotency();
-      const shared: IdempotencyStore = { ...store, claim: async (ref, entry) => ({ ...(await store.claim(ref, entry)), ageMs: 5_000 }), acknowledge: store.acknowledge };
+      const shared: IdempotencyStore = { ...store, claim: async (ref, entry) => ({ ...(await store.claim(ref, entry)), ageMs: 5_000 }), acknowledge: (ref, fp, ack) => store.acknowledge(ref, fp, ack) };
       const env = { now: () => new Date(), newId: uuid };
       const req = input({ idempotencyKey: 'abandoned' });
       const published: PublishRequest[] = [];
