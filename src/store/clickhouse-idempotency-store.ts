@@ -11,7 +11,7 @@ const ACK_PREFIX = '~ack:';
 interface Row {
   readonly fingerprint: string;
   readonly record: string;
-  readonly created_at: string;
+  readonly created_text: string;
   readonly age_ms: number | string;
 }
 
@@ -25,7 +25,7 @@ export function createClickHouseIdempotencyStore(transport: SqlTransport): Idemp
   const find = async (ref: IdempotencyKeyRef): Promise<IdempotencyEntry | undefined> => {
     // A key has its claim, the claims of gateways that raced it, and their acknowledgements: a handful of rows.
     const rows = await transport.query<Row>(
-      `SELECT fingerprint, record, toString(created_at) AS created_at, dateDiff('millisecond', created_at, now64(3)) AS age_ms FROM idempotency_keys
+      `SELECT fingerprint, record, toString(created_at) AS created_text, dateDiff('millisecond', created_at, now64(3)) AS age_ms FROM idempotency_keys
        WHERE org_id = {org_id:UUID} AND scope = {scope:String} AND key = {key:String}
          AND created_at > now64(3) - INTERVAL 1 DAY
        ORDER BY created_at ASC, record ASC
@@ -35,7 +35,7 @@ export function createClickHouseIdempotencyStore(transport: SqlTransport): Idemp
     const first = rows.find((r) => !r.record.startsWith(ACK_PREFIX));
     if (first === undefined) return undefined;
     // Same-width UTC text, so it compares as the times do.
-    const ack = rows.find((r) => r.record.startsWith(ACK_PREFIX) && r.fingerprint === first.fingerprint && r.created_at >= first.created_at);
+    const ack = rows.find((r) => r.record.startsWith(ACK_PREFIX) && r.fingerprint === first.fingerprint && r.created_text >= first.created_text);
     return { fingerprint: first.fingerprint, record: first.record, ack: ack?.record.slice(ACK_PREFIX.length), ageMs: Number(first.age_ms) };
   };
   const insert = (ref: IdempotencyKeyRef, fingerprint: string, record: string): Promise<void> =>

@@ -83,12 +83,12 @@ export function createKeeperMapIdempotencyStore(transport: SqlTransport, options
    * a suffix, written once (strict mode), and counted only if it is no older than the
    * claim, so that one left from an expired claim of the key vouches for nothing.
    */
-  async function ackOf(claim: string, held: { fingerprint: string; created_at: string }): Promise<string | undefined> {
-    const [ack] = await transport.query<{ fingerprint: string; record: string; created_at: string }>(
-      `SELECT fingerprint, record, toString(created_at) AS created_at FROM idempotency_claims WHERE claim = {claim:String}`,
+  async function ackOf(claim: string, held: { fingerprint: string; created_text: string }): Promise<string | undefined> {
+    const [ack] = await transport.query<{ fingerprint: string; record: string; created_text: string }>(
+      `SELECT fingerprint, record, toString(created_at) AS created_text FROM idempotency_claims WHERE claim = {claim:String}`,
       { claim: ackName(claim) },
     );
-    return ack !== undefined && ack.fingerprint === held.fingerprint && ack.created_at >= held.created_at ? ack.record : undefined;
+    return ack !== undefined && ack.fingerprint === held.fingerprint && ack.created_text >= held.created_text ? ack.record : undefined;
   }
 
   async function claimOnce(claim: string, entry: IdempotencyEntry): Promise<IdempotencyEntry> {
@@ -96,8 +96,8 @@ export function createKeeperMapIdempotencyStore(transport: SqlTransport, options
     // pass is only needed when others keep expiring and recreating the key meanwhile.
     for (let attempt = 0; attempt < 5; attempt += 1) {
       if (await insertIfAbsent(claim, entry)) return { ...entry, ageMs: 0 };
-      const [held] = await transport.query<{ fingerprint: string; record: string; created_at: string; live: number; age_ms: number | string }>(
-        `SELECT fingerprint, record, toString(created_at) AS created_at, created_at > now64(3) - INTERVAL {window:UInt32} SECOND AS live,
+      const [held] = await transport.query<{ fingerprint: string; record: string; created_text: string; live: number; age_ms: number | string }>(
+        `SELECT fingerprint, record, toString(created_at) AS created_text, created_at > now64(3) - INTERVAL {window:UInt32} SECOND AS live,
            dateDiff('millisecond', created_at, now64(3)) AS age_ms
          FROM idempotency_claims WHERE claim = {claim:String}`,
         { claim, window },
