@@ -47,6 +47,23 @@ describe('two gateways racing on the same Idempotency-Keys [cluster]', function 
     await infra?.stop();
   });
 
+  /** Idempotency-Key → the partition/offset its acknowledgement records, read from the store as the gateways wrote it. */
+  async function recordedAcks(store: 'keeper-map' | 'table', database: string): Promise<Map<string, string>> {
+    const query =
+      store === 'keeper-map'
+        ? `SELECT JSONExtractString(substring(claim, 1, length(claim) - 4), 3) AS key, record FROM ${database}.idempotency_claims WHERE endsWith(claim, '#ack') FORMAT JSONEachRow`
+        : `SELECT key, substring(record, 6) AS record FROM ${database}.idempotency_keys WHERE startsWith(record, '~ack:') FORMAT JSONEachRow`;
+    const res = await fetch(`${cluster.clickhouse.url}/?query=${encodeURIComponent(query)}`);
+    expect(res.status, 'ClickHouse answered').to.equal(200);
+    const acks = new Map<string, string>();
+    for (const line of (await res.text()).split('\n').filter((l) => l !== '')) {
+      const row = JSON.parse(line) as { key: string; record: string };
+      const ack = JSON.parse(row.record) as { partition: number; offset: string };
+      acks.set(row.key, `${ack.partition}/${ack.offset}`);
+    }
+    return acks;
+  }
+
   async function race(store: 'keeper-map' | 'table') {
     const secret = randomBytes(32).toString('hex');
     const suffix = uuid();
@@ -102,10 +119,16 @@ describe('two gateways racing on the same Idempotency-Keys [cluster]', function 
       const messages = await readToEnd(kafka, [topic]);
       expect(messages.length, 'messages the retries after acknowledgement added').to.equal(afterRace);
       const byKey = new Map<string, EnrollmentCommand[]>();
+      const placesByKey = new Map<string, string[]>();
       for (const m of messages) {
         const command = JSON.parse(m.value!) as EnrollmentCommand;
         byKey.set(command.idempotency_key!, [...(byKey.get(command.idempotency_key!) ?? []), command]);
+        placesByKey.set(command.idempotency_key!, [...(placesByKey.get(command.idempotency_key!) ?? []), `${m.partition}/${m.offset}`]);
       }
+      // Every key's recorded acknowledgement names where one of its messages is on the topic.
+      const acks = await recordedAcks(store, shared['CLICKHOUSE_DATABASE']!);
+      expect(acks.size, 'keys with a recorded acknowledgement').to.equal(KEYS);
+      for (const [key, place] of acks) expect(placesByKey.get(key), `where ${key} is on the topic`).to.include(place);
       expect(byKey.size, 'keys with commands on the topic').to.equal(KEYS);
       let differingAnswers = 0;
       let keysWithTwoMessages = 0;
