@@ -13,8 +13,8 @@ export interface AuthGuard {
 }
 
 /**
- * Puts the client's AuthGuard on ctx.state for authenticate(). Each 401 takes a token
- * from the client address's bucket; while the bucket is empty, a token the gateway has
+ * Puts the client's AuthGuard on ctx.state for authenticate(). Each token that fails
+ * verification (401) takes a token from the client address's bucket; while the bucket is empty, a token the gateway has
  * not verified recently is refused with 429 before its signature is checked, so a flood
  * of forged tokens costs one verification per refill, not one per request. A token
  * already verified (src/auth/verified-token-cache.ts) costs no key operation and still

@@ -1,5 +1,5 @@
 import type { Middleware } from 'koa';
-import { authorize, parseOrgIdHeader, type Permission, type Principal } from '../auth/principal.js';
+import { authorize, parseOrgIdHeader, type Permission } from '../auth/principal.js';
 import type { TokenVerifier } from '../auth/token-verifier.js';
 import { AppError } from '../errors/app-error.js';
 import type { GatewayState } from './state.js';
@@ -44,18 +44,21 @@ export function authenticate(verifier: TokenVerifier, permission: Permission): M
   return async (ctx, next) => {
     refuseRepeated(ctx.req.rawHeaders);
     const guard = ctx.state.authGuard;
-    let principal: Principal;
-    let orgId: string;
-    try {
-      const token = bearerToken(ctx.get('Authorization') || undefined);
-      const known = verifier.cached(token);
-      if (known === undefined) guard?.admit();
-      principal = known ?? (await verifier.verify(token));
-      orgId = parseOrgIdHeader(ctx.headers['org-id']);
-    } catch (error) {
-      if (error instanceof AppError && error.code === 'UNAUTHENTICATED') guard?.failed();
-      throw error;
+    const token = bearerToken(ctx.get('Authorization') || undefined);
+    let principal = verifier.cached(token);
+    if (principal === undefined) {
+      // Only a token that costs a key operation is limited and counted: a missing or
+      // malformed header is refused for nothing, and refusing it here would only let one
+      // client behind a shared address use up the others' failures.
+      guard?.admit();
+      try {
+        principal = await verifier.verify(token);
+      } catch (error) {
+        if (error instanceof AppError && error.code === 'UNAUTHENTICATED') guard?.failed();
+        throw error;
+      }
     }
+    const orgId = parseOrgIdHeader(ctx.headers['org-id']);
     authorize(principal, orgId, permission);
     ctx.state.auth = { principal, orgId };
     await next();
