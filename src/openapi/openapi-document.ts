@@ -25,7 +25,7 @@ const envelope = (data: JsonValue): JsonObject => ({
 });
 
 const ERROR_MEANINGS: Record<number, string> = {
-  400: 'Invalid request: the message names each bad field.',
+  400: 'Invalid request, or a repeated Authorization or ORG-ID header: the message names each bad field.',
   401: 'Missing or invalid credentials (bearer token or ORG-ID).',
   403: 'The token does not allow this organization or operation.',
   413: 'Body over 64 KiB.',
@@ -42,7 +42,8 @@ function errors(...statuses: number[]): JsonObject {
 /** The per-organization rate limit's answer on the three v1 operations; made anew each time, as tools that resolve $ref rewrite it in place. */
 const rateLimited = (): JsonObject => ({
   '429': {
-    description: 'The organization is over its request rate on this gateway (RATE_LIMIT_PER_ORG, when set); retry after Retry-After.',
+    description:
+      'The organization is over its request rate on this gateway (RATE_LIMIT_PER_ORG, when set), or the client has failed authentication too often (AUTH_FAILURES_PER_MINUTE); retry after Retry-After.',
     headers: { 'Retry-After': { description: 'Whole seconds, at least 1, until a request fits the rate again.', schema: { type: 'integer', minimum: 1 } } },
     ...json(ref('error-envelope.schema.json')),
   },

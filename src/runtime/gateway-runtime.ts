@@ -26,6 +26,7 @@ import { createVerifier } from './auth-runtime.js';
 import { startHttpServer, type HttpServer } from './http-server.js';
 import { kafkaCommandPublisher, openKafka, runsOnKafka, startIngestConsumer, type OpenedKafka } from './kafka-runtime.js';
 import { loadOrCreateSecret } from './secrets.js';
+import { createClientAddressOf } from '../http/client-address.js';
 import { openIdempotencyStore, openStore } from './store-runtime.js';
 
 export interface Runtime {
@@ -66,8 +67,18 @@ function apiDependencies(
       idempotency: parts.idempotency,
       topic: config.topics.enrollmentCommands,
       env,
+      // The publisher's bound, plus a second for the acknowledgement's own write.
+      publishWindowMs: config.commandTimeoutMs + 1000,
+      onAckNotRecorded: (error) => logger.warn({ err: error }, 'an Idempotency-Key acknowledgement was not recorded; a retry may publish the command again'),
     }),
     rateLimiter: config.rateLimit === undefined ? undefined : createOrgRateLimiter(config.rateLimit),
+    authFailures:
+      config.authFailures === undefined
+        ? undefined
+        : {
+            limiter: createOrgRateLimiter({ perSecond: config.authFailures.perMinute / 60, burst: config.authFailures.burst }),
+            clientAddressOf: createClientAddressOf(config.trustedProxies),
+          },
     updateEdgePolicy: createUpdateEdgePolicy({ publisher: parts.publisher, topic: config.topics.edgePolicyCommands, env }),
   };
 }
