@@ -51,15 +51,15 @@ describe('two gateways racing on the same Idempotency-Keys [cluster]', function 
   async function recordedAcks(store: 'keeper-map' | 'table', database: string): Promise<Map<string, string>> {
     const query =
       store === 'keeper-map'
-        ? `SELECT JSONExtractString(substring(claim, 1, length(claim) - 4), 3) AS key, record FROM idempotency_claims WHERE endsWith(claim, '#ack') FORMAT JSONEachRow`
-        : `SELECT key, substring(record, 6) AS record FROM idempotency_keys WHERE startsWith(record, '~ack:') FORMAT JSONEachRow`;
+        ? `SELECT JSONExtractString(substring(claim, 1, length(claim) - 4), 3) AS key, record AS ack FROM idempotency_claims WHERE endsWith(claim, '#ack') FORMAT JSONEachRow`
+        : `SELECT key, substring(record, 6) AS ack FROM idempotency_keys WHERE startsWith(record, '~ack:') FORMAT JSONEachRow`;
     // In the gateways' database: its Distributed table names its local tables by currentDatabase().
     const res = await fetch(`${cluster.clickhouse.url}/?database=${database}&query=${encodeURIComponent(query)}`);
     expect(res.status, 'ClickHouse answered').to.equal(200);
     const acks = new Map<string, string>();
     for (const line of (await res.text()).split('\n').filter((l) => l !== '')) {
-      const row = JSON.parse(line) as { key: string; record: string };
-      const ack = JSON.parse(row.record) as { partition: number; offset: string };
+      const row = JSON.parse(line) as { key: string; ack: string };
+      const ack = JSON.parse(row.ack) as { partition: number; offset: string };
       acks.set(row.key, `${ack.partition}/${ack.offset}`);
     }
     return acks;
