@@ -422,8 +422,9 @@ defaults
 frontend api
     bind 127.0.0.1:$LB_PORT
     # The gateways count failed authentications by client address: they must see the
-    # caller's, not this balancer's (TRUSTED_PROXIES names this hop to them).
-    option forwardfor
+    # caller's, not this balancer's (TRUSTED_PROXIES names this hop to them). Set, not
+    # appended: this balancer is the edge, so what a caller claims in its own header is dropped.
+    http-request set-header X-Forwarded-For %[src]
     default_backend gateways
 
 backend gateways
