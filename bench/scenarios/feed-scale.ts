@@ -191,11 +191,13 @@ export async function measureFeedAtScale(ctx: BenchContext, sizes: readonly numb
       for (const shape of await shapes(gateway.url, headers, span)) {
         const before = await serverCounters(ctx.clickhouseUrl);
         const sample = shape.requests.slice(0, SAMPLE);
+        const sampling = performance.now();
         for (const r of sample) {
           const res = await fetch(r.url, { headers: headers(r.orgId) });
           if (res.status !== 200) throw new Error(`${shape.name}: ${res.status} ${await res.text()}`);
           await res.arrayBuffer();
         }
+        const alone = (performance.now() - sampling) / sample.length;
         const after = await serverCounters(ctx.clickhouseUrl);
         // Counting reads those counters once more: a SELECT of its own, a row per event name.
         const perPage = { rows: Math.round((after.rows - before.rows - 2) / sample.length), queries: (after.queries - before.queries - 1) / sample.length };
@@ -211,7 +213,7 @@ export async function measureFeedAtScale(ctx: BenchContext, sizes: readonly numb
           ...latencies(load),
           baseline: { name: 'SELECT 1', value: select1.perSecond },
           target: shape.name.startsWith('first page of a project') && !shape.name.includes('idle') ? '≥ 0.5 of SELECT 1, p99 ≤ 250 ms' : '≥ 0.25 of SELECT 1, p99 ≤ 250 ms',
-          note: `${perPage.rows.toLocaleString('en-US')} rows read and ${perPage.queries.toFixed(1)} queries per page; gateway ${cpu.processCores.toFixed(2)} cores, load generator ${(load.generatorCores ?? NaN).toFixed(2)} of a core, machine ${Math.round(cpu.machineBusy * 100)}% busy`,
+          note: `${perPage.rows.toLocaleString('en-US')} rows read and ${perPage.queries.toFixed(1)} queries per page, ${alone.toFixed(1)} ms a page alone; ${load.requests} pages; gateway ${cpu.processCores.toFixed(2)} cores, load generator ${(load.generatorCores ?? NaN).toFixed(2)} of a core, machine ${Math.round(cpu.machineBusy * 100)}% busy`,
         });
       }
     } finally {
