@@ -1,7 +1,8 @@
 import { EVENT_COLUMNS, fromEventRow, type EventRow } from './event-rows.js';
 import { eventRowText } from './event-row-text.js';
 import type { EventStore, FeedQuery, FeedSlice } from './event-store.js';
-import { feedWindows, WINDOW_PLAN, type FeedWindow, type WindowPlan } from './feed-windows.js';
+import { feedWindows, storeTextMs, WINDOW_PLAN, windowsStart, type FeedWindow, type WindowPlan } from './feed-windows.js';
+import { createWindowHints, type WindowHints } from './window-hints.js';
 import { createClickHouseTail } from './clickhouse-tail.js';
 import { filterConditions } from './filter-sql.js';
 import { readDistinct } from './fold-copies.js';
@@ -96,17 +97,21 @@ export interface FeedReadOptions {
   /** The clock the first window starts below when a page has no cursor or `until`. */
   readonly now?: () => number;
   readonly windows?: WindowPlan;
+  /** How wide recent full pages of each scope were (src/store/window-hints.ts); one per store by default. */
+  readonly hints?: WindowHints;
 }
 
 export function createClickHouseEventStore(transport: SqlTransport, options: FeedReadOptions = {}): EventStore {
   const now = options.now ?? Date.now;
   const plan = options.windows ?? WINDOW_PLAN;
+  const hints = options.hints ?? createWindowHints();
   return {
     async insertEvents(events) {
       await transport.insert('events', events.map(eventRowText));
     },
     async listEvents(query: FeedQuery): Promise<FeedSlice> {
-      const windows = feedWindows(query, now(), plan);
+      const nowMs = now();
+      const windows = feedWindows(query, nowMs, hints.plan(query, plan));
       const rows: EventRow[] = [];
       for (const window of windows) {
         const read = (after: FeedQuery['after'], limit: number) => {
@@ -117,6 +122,8 @@ export function createClickHouseEventStore(transport: SqlTransport, options: Fee
         if (rows.length >= query.limit) break;
       }
       const events = rows.map((row) => ({ event: fromEventRow(row), position: { occurredAt: row.occurred_at, id: row.id } }));
+      const last = rows.at(-1);
+      if (rows.length >= query.limit && last !== undefined) hints.learn(query, windowsStart(query, nowMs) - storeTextMs(last.occurred_at), plan);
       const lowest = windows.at(-1)?.from;
       if (rows.length >= query.limit || lowest === undefined) return { events };
       // The windows ran out before the range did: go on below them only if the project has anything there.

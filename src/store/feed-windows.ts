@@ -48,6 +48,14 @@ export function msStoreText(ms: number): string {
   return `${iso.slice(0, 10)} ${iso.slice(11, 23)}000`;
 }
 
+/** The newest instant a page can hold events below (the first window's lower edge is counted from it): the cursor, `until` or now, the earliest. */
+export function windowsStart(query: Pick<FeedQuery, 'after' | 'filters'>, nowMs: number): number {
+  const tops = [nowMs];
+  if (query.after !== undefined) tops.push(storeTextMs(query.after.occurredAt));
+  if (query.filters.until !== undefined) tops.push(storeTextMs(query.filters.until));
+  return Math.min(...tops);
+}
+
 /**
  * The windows a page reads, newest first: each one's `from` is the next one's `to`, so
  * together they cover the query's range with no gap and no overlap, and every event at
@@ -57,10 +65,7 @@ export function msStoreText(ms: number): string {
  * end) when the plan's probes get there; otherwise the range goes on below it.
  */
 export function feedWindows(query: Pick<FeedQuery, 'after' | 'filters'>, nowMs: number, plan: WindowPlan = WINDOW_PLAN): FeedWindow[] {
-  const tops = [nowMs];
-  if (query.after !== undefined) tops.push(storeTextMs(query.after.occurredAt));
-  if (query.filters.until !== undefined) tops.push(storeTextMs(query.filters.until));
-  const start = Math.min(...tops);
+  const start = windowsStart(query, nowMs);
   const sinceMs = query.filters.since === undefined ? EARLIEST_MS : Math.max(EARLIEST_MS, storeTextMs(query.filters.since));
   const windows: FeedWindow[] = [];
   let to: string | undefined;
