@@ -109,6 +109,21 @@ async function serverCounters(url: string): Promise<{ rows: number; queries: num
   return { rows: values['SelectedRows'] ?? 0, queries: values['SelectQuery'] ?? 0 };
 }
 
+/** Waits until the server runs no query but this one, twice in a row. */
+async function quiet(url: string): Promise<void> {
+  let idle = 0;
+  await waitFor(
+    'the server to finish the last load',
+    async () => {
+      const running = Number((await runSql(url, 'system', 'SELECT count() FROM system.processes WHERE query_id != queryID()')).trim());
+      idle = running === 0 ? idle + 1 : 0;
+      return idle >= 2 ? true : undefined;
+    },
+    300_000,
+    200,
+  );
+}
+
 interface Request {
   readonly url: string;
   readonly orgId: string;
@@ -189,6 +204,8 @@ export async function measureFeedAtScale(ctx: BenchContext, sizes: readonly numb
       const select1 = await autocannon({ url: `${ctx.clickhouseUrl}/?query=${encodeURIComponent('SELECT 1')}`, connections: CONNECTIONS, seconds: ctx.seconds });
       rows.push({ scenario: label, measure: 'server: SELECT 1, 32 connections', value: select1.perSecond, unit: 'req/s', ...latencies(select1), note: `${parts} active parts, ${partitions} partitions, no OPTIMIZE` });
       for (const shape of await shapes(gateway.url, headers, span)) {
+        // The last load's pages still in flight when it ended would count in this shape's figures.
+        await quiet(ctx.clickhouseUrl);
         const before = await serverCounters(ctx.clickhouseUrl);
         const sample = shape.requests.slice(0, SAMPLE);
         const sampling = performance.now();
