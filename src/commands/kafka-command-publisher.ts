@@ -1,6 +1,7 @@
 import type { Kafka, Producer } from 'kafkajs';
 import { AppError } from '../errors/app-error.js';
 import { partitionLedger, sendCompletely } from '../kafka/complete-send.js';
+import { compressionType, type CompressionName } from '../kafka/compression-codecs.js';
 import { toKafkaError } from '../kafka/kafka-errors.js';
 import { limitOf, recordBytes, sendBudget, type MessageLimits } from '../kafka/message-bytes.js';
 import type { Logger } from '../observability/logger.js';
@@ -18,6 +19,8 @@ export interface KafkaCommandPublisherOptions {
   readonly timeoutMs: number;
   /** max.message.bytes of the command topics, read at start (src/kafka/message-bytes.ts). */
   readonly messageLimits: MessageLimits;
+  /** The codec of every record batch sent (KAFKA_COMPRESSION). */
+  readonly compression: CompressionName;
   readonly logger: Logger;
 }
 
@@ -106,7 +109,7 @@ function createLane(options: KafkaCommandPublisherOptions, logger: Logger, maxSe
       const started = process.hrtime.bigint();
       try {
         const p = await currentProducer();
-        await sendCompletely(p, ledger, { acks: -1, topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })) }, (missing) =>
+        await sendCompletely(p, ledger, { acks: -1, compression: compressionType(options.compression), topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })) }, (missing) =>
           logger.warn({ missing }, 'kafkajs acknowledged a send without some of its partitions; sending those again'),
         );
       } catch (error) {

@@ -8,6 +8,7 @@ import { ConfigError } from './config-error.js';
 import { certificatesFile, secretVariable } from './config-files.js';
 import { parseKafkaSecurity, type KafkaSecurityConfig } from '../kafka/kafka-security-config.js';
 import type { JwksSource } from '../auth/jwks-keys.js';
+import { COMPRESSION_NAMES, type CompressionName } from '../kafka/compression-codecs.js';
 
 export { ConfigError };
 
@@ -102,6 +103,8 @@ export interface KafkaConfig extends KafkaSecurityConfig {
   readonly sessionTimeoutMs: number;
   /** Whether missing topics are created at start (KAFKA_CREATE_TOPICS); otherwise their absence stops the start. */
   readonly createTopics: boolean;
+  /** The codec of the record batches the gateway writes: commands and dead letters (KAFKA_COMPRESSION). */
+  readonly compression: CompressionName;
 }
 
 export interface Config {
@@ -132,8 +135,12 @@ export interface Config {
   readonly ingest: {
     readonly batchSize: number;
     readonly batchWaitMs: number;
+    /** Most bytes of message values in one insert (INGEST_BATCH_BYTES): a backlog of large events is split by bytes as well as by count. */
+    readonly batchBytes: number;
     /** Events fetched and not yet stored, at most (INGEST_MAX_IN_FLIGHT_EVENTS); fetching waits past it. */
     readonly maxInFlightEvents: number;
+    /** Bytes of message values fetched and not yet stored, at most (INGEST_MAX_IN_FLIGHT_BYTES); fetching waits past it. */
+    readonly maxInFlightBytes: number;
     /** A partition with fetched events whose commit has not moved for this long is stalled: /metrics and /readyz say so (INGEST_STALL_MS). */
     readonly stallMs: number;
   };
@@ -143,11 +150,17 @@ export interface Config {
 
 function parseIngest(env: Env): Config['ingest'] {
   const batchSize = integer(env, 'INGEST_BATCH_SIZE', 50_000, 1, 1_000_000);
+  // 32 MiB holds a full batch of telemetry (50,000 events of about 450 bytes is 22 MB), so
+  // the count decides for it; a backlog of 86 KB events went into one body of 4.3 GB, past
+  // what a Buffer can hold. Up to 1 GiB: a Buffer's and the server's own limits lie above.
+  const batchBytes = integer(env, 'INGEST_BATCH_BYTES', 32 * 1024 * 1024, 64 * 1024, 1024 * 1024 * 1024);
   return {
     batchSize,
+    batchBytes,
     batchWaitMs: integer(env, 'INGEST_BATCH_WAIT_MS', 200, 0, 60_000),
     // Four inserts' worth keeps the store busy while kafkajs fetches the next ones.
     maxInFlightEvents: integer(env, 'INGEST_MAX_IN_FLIGHT_EVENTS', 4 * batchSize, 1, 10_000_000),
+    maxInFlightBytes: integer(env, 'INGEST_MAX_IN_FLIGHT_BYTES', 4 * batchBytes, 64 * 1024, 8 * 1024 * 1024 * 1024),
     // Six times the store retry's longest backoff (10 s): a sick store shows within a minute, a slow insert does not.
     stallMs: integer(env, 'INGEST_STALL_MS', 60_000, 1000, 86_400_000),
   };
@@ -175,6 +188,13 @@ function optionalInteger(env: Env, name: string, min: number, max: number): numb
   const value = Number(raw);
   if (value < min || value > max) throw new ConfigError(name, `must be between ${min} and ${max}, got ${value}`);
   return value;
+}
+
+function oneOf<T extends string>(env: Env, name: string, choices: readonly T[], fallback: T): T {
+  const raw = optional(env, name);
+  if (raw === undefined) return fallback;
+  if (!(choices as readonly string[]).includes(raw)) throw new ConfigError(name, `must be one of ${choices.join(', ')}, got "${raw}"`);
+  return raw as T;
 }
 
 function integer(env: Env, name: string, fallback: number, min: number, max: number): number {
@@ -427,6 +447,7 @@ export function loadConfig(env: Env): Config {
             partitions: integer(env, 'KAFKA_TOPIC_PARTITIONS', 6, 1, 10_000),
             ...parseReplication(env),
             producers: integer(env, 'KAFKA_PRODUCERS', 1, 1, 64),
+            compression: oneOf(env, 'KAFKA_COMPRESSION', COMPRESSION_NAMES, 'none'),
             // Brokers refuse sessions under group.min.session.timeout.ms, 6 s by default.
             sessionTimeoutMs: integer(env, 'KAFKA_SESSION_TIMEOUT_MS', 10_000, 6000, 1_800_000),
             createTopics: flag(env, 'KAFKA_CREATE_TOPICS', true),

@@ -10,8 +10,8 @@
 export interface BisectInsertOptions<T, R> {
   /** Stores the items, all or none; the search only ever calls it once at a time. */
   insert(items: readonly T[]): Promise<void>;
-  /** The store's refusal of the rows, read from a failed insert; undefined when the store is sick. */
-  refusal(error: unknown): R | undefined;
+  /** The store's refusal of the rows, judged from a failed insert (the store may be asked); undefined when the store is sick. */
+  refusal(error: unknown): Promise<R | undefined>;
 }
 
 export interface Refused<T, R> {
@@ -51,7 +51,7 @@ export async function bisectInsert<T, R>(items: readonly T[], options: BisectIns
       await options.insert(part);
       return undefined;
     } catch (error) {
-      const refusal = options.refusal(error);
+      const refusal = await options.refusal(error);
       if (refusal === undefined) throw error;
       return refusal;
     }

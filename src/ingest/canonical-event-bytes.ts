@@ -6,6 +6,23 @@ import { plainUtcToStore } from '../store/timestamps.js';
 
 const HEAD = ['id', 'org_id', 'project_id', 'occurred_at'] as const;
 
+const BOM = Buffer.from([0xef, 0xbb, 0xbf]);
+const isJsonWhitespace = (c: number) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
+
+/**
+ * The JSON text inside a value as producers send it: without a UTF-8 byte order mark (which
+ * RFC 8259 lets a reader ignore, and some Windows-side shippers write) and without the
+ * whitespace around it (log shippers end each line with a line break, some pad). A view,
+ * not a copy: the row is written from it.
+ */
+export function jsonTextOf(value: Buffer): Buffer {
+  let start = value.length >= BOM.length && value[0] === BOM[0] && value[1] === BOM[1] && value[2] === BOM[2] ? BOM.length : 0;
+  let end = value.length;
+  while (start < end && isJsonWhitespace(value[start]!)) start++;
+  while (end > start && isJsonWhitespace(value[end - 1]!)) end--;
+  return start === 0 && end === value.length ? value : value.subarray(start, end);
+}
+
 /**
  * A canonical event checked as bytes. It is its own head, and the event object is built
  * only if something asks for it (a row the store refused as its text): every object made
@@ -13,10 +30,9 @@ const HEAD = ['id', 'org_id', 'project_id', 'occurred_at'] as const;
  */
 class CheckedBytes implements StorableEvent, EventHead {
   #event: CanonicalEvent | undefined;
-  /** The validator refuses every escape and every timestamp that is not plain UTC in the store's range: what the row's text needs. */
-  readonly jsonIsRow = true;
 
   constructor(
+    /** The validator refuses every escape, every line break and every timestamp that is not plain UTC in the store's range: what the row's text needs. */
     readonly json: Buffer,
     readonly id: string,
     readonly org_id: string,
@@ -43,7 +59,8 @@ class CheckedBytes implements StorableEvent, EventHead {
 export function createCanonicalEventReader(): (bytes: Buffer) => StorableEvent | undefined {
   const check = compileByteValidator(schemasById['canonical-event.schema.json'], HEAD);
   const found: (string | undefined)[] = HEAD.map(() => undefined);
-  return (bytes) => {
+  return (value) => {
+    const bytes = jsonTextOf(value);
     if (!check(bytes, found)) return undefined;
     const [id, org_id, project_id, occurred_at] = found as [string, string, string, string];
     // The validator takes only plain UTC timestamps in the store's range.

@@ -17,7 +17,7 @@
  * member or another), and a late commit of an older batch would move that offset back
  * below what the new owner has committed since.
  *
- * `admit` bounds the events held in flight, which is the consumer's backpressure: when
+ * `admit` bounds the events and bytes held in flight, which is the consumer's backpressure: when
  * the store is slow or sick, handlers wait in `admit` and kafkajs stops fetching. A
  * fence releases every waiting handler with `false`, so a rebalance is never held up
  * behind a store that cannot take more.
@@ -25,21 +25,30 @@
  * It also knows, per partition, since when a fetched batch has waited for its commit:
  * that is how a stalled partition is told (`stalled`).
  */
+/** What a batch holds, as the in-flight bounds count it. */
+export interface Load {
+  readonly events: number;
+  /** Bytes of its message values. */
+  readonly bytes: number;
+}
+
 export interface CommitPipeline {
   /**
-   * Resolves true once `events` more fit under the bound (a batch always fits when nothing
+   * Resolves true once `load` more fits under both bounds (a batch always fits when nothing
    * is in flight), or false when a fence came first: the batch is then not to be tracked.
    */
-  admit(events: number): Promise<boolean>;
-  /** The current generation, for a batch to know later whether it was fenced off. */
+  admit(load: Load): Promise<boolean>;
+  /** The current generation: read once per batch, before `admit`, and handed to `track`. */
   generation(): number;
   /**
-   * Takes one admitted batch of a partition: `stored` settles when its events are stored,
-   * and `commit` runs with its value once it and every earlier batch of the partition are,
-   * unless a fence came in between; commits of one partition never overlap. The returned promise settles with the link (rejecting when this batch
-   * or an earlier one failed, or with FencedError).
+   * Takes one admitted batch of a partition, fetched in `generation`: `stored` settles when
+   * its events are stored, and `commit` runs with its value once it and every earlier batch
+   * of the partition are, unless a fence came in between; commits of one partition never
+   * overlap. A batch of an earlier generation is refused at once (FencedError) and never
+   * joins the current chains. The returned promise settles with the link (rejecting when
+   * this batch or an earlier one failed, or with FencedError).
    */
-  track<T>(partition: string, events: number, stored: Promise<T>, commit: (stored: T) => Promise<void>): Promise<void>;
+  track<T>(partition: string, generation: number, load: Load, stored: Promise<T>, commit: (stored: T) => Promise<void>): Promise<void>;
   /** Resolves when every tracked batch has been committed or has failed, including ones tracked while waiting. */
   settled(): Promise<void>;
   /**
@@ -47,9 +56,13 @@ export interface CommitPipeline {
    * and handlers waiting in `admit` are released with false.
    */
   fence(): void;
-  /** Events admitted and not yet stored (or failed). */
-  inFlight(): number;
-  /** Partitions of the current generation whose oldest uncommitted batch has waited longer than `stallMs`, and for how long. */
+  /** What is admitted and not yet stored (or failed). */
+  inFlight(): Load;
+  /**
+   * Partitions of the current generation that wait for a commit: whose oldest uncommitted
+   * batch has waited longer than `stallMs`, or whose chain broke (a link failed without a
+   * fence: nothing after it commits until the next generation), and for how long.
+   */
   stalled(stallMs: number): { readonly partition: string; readonly waitingMs: number }[];
 }
 
@@ -66,24 +79,32 @@ interface PartitionProgress {
   open: number;
   /** Since when the partition has waited for a commit: its last commit, or when its first open link came. */
   since: number;
+  /** A link failed in this generation: nothing of the partition commits until the next one. */
+  broken: boolean;
 }
 
-export function createCommitPipeline(maxInFlightEvents: number, now: () => number = () => performance.now()): CommitPipeline {
-  let inFlight = 0;
+export function createCommitPipeline(bounds: Load, now: () => number = () => performance.now()): CommitPipeline {
+  let events = 0;
+  let bytes = 0;
   let generation = 0;
-  let waiting: { readonly events: number; readonly admitted: (ok: boolean) => void }[] = [];
+  let waiting: { readonly load: Load; readonly admitted: (ok: boolean) => void }[] = [];
   const tails = new Map<string, Promise<void>>();
   const links = new Set<Promise<void>>();
   const progress = new Map<string, PartitionProgress>();
 
-  const fits = (events: number) => inFlight === 0 || inFlight + events <= maxInFlightEvents;
+  const fits = (load: Load) => events === 0 || (events + load.events <= bounds.events && bytes + load.bytes <= bounds.bytes);
+  const take = (load: Load) => {
+    events += load.events;
+    bytes += load.bytes;
+  };
 
-  function release(events: number): void {
-    inFlight -= events;
+  function release(load: Load): void {
+    events -= load.events;
+    bytes -= load.bytes;
     // First come, first admitted: a large batch is not overtaken for ever by small ones.
-    while (waiting.length > 0 && fits(waiting[0]!.events)) {
+    while (waiting.length > 0 && fits(waiting[0]!.load)) {
       const next = waiting.shift()!;
-      inFlight += next.events;
+      take(next.load);
       next.admitted(true);
     }
   }
@@ -91,33 +112,47 @@ export function createCommitPipeline(maxInFlightEvents: number, now: () => numbe
   function opened(partition: string): PartitionProgress {
     let state = progress.get(partition);
     if (state === undefined) {
-      state = { open: 0, since: now() };
+      state = { open: 0, since: now(), broken: false };
       progress.set(partition, state);
-    } else if (state.open === 0) state.since = now();
+    } else if (state.open === 0 && !state.broken) state.since = now();
     state.open += 1;
     return state;
   }
 
   return {
-    admit(events) {
-      if (waiting.length === 0 && fits(events)) {
-        inFlight += events;
+    admit(load) {
+      if (waiting.length === 0 && fits(load)) {
+        take(load);
         return Promise.resolve(true);
       }
-      return new Promise<boolean>((admitted) => waiting.push({ events, admitted }));
+      return new Promise<boolean>((admitted) => waiting.push({ load, admitted }));
     },
     generation: () => generation,
-    track(partition, events, stored, commit) {
-      const tracked = generation;
+    track(partition, tracked, load, stored, commit) {
+      const current = () => tracked === generation;
+      if (!current()) {
+        // Fetched before a fence that came while it waited for room: it must not poison the new chain.
+        const refused = (async () => {
+          try {
+            await stored;
+          } finally {
+            release(load);
+          }
+          throw new FencedError(partition);
+        })();
+        links.add(refused);
+        const forget = () => links.delete(refused);
+        refused.then(forget, forget);
+        return refused;
+      }
       const previous = tails.get(partition) ?? Promise.resolve();
       const state = opened(partition);
-      const current = () => tracked === generation;
       const link = (async () => {
         let value: Awaited<typeof stored>;
         try {
           value = await stored;
         } finally {
-          release(events);
+          release(load);
         }
         await previous;
         if (!current()) throw new FencedError(partition);
@@ -131,7 +166,11 @@ export function createCommitPipeline(maxInFlightEvents: number, now: () => numbe
         links.delete(link);
         if (current()) state.open -= 1;
       };
-      link.then(settle, settle);
+      link.then(settle, (error: unknown) => {
+        // A chain that broke in its own generation commits nothing more: it stays stalled, not silent.
+        if (current() && !(error instanceof FencedError)) state.broken = true;
+        settle();
+      });
       return link;
     },
     async settled() {
@@ -145,13 +184,13 @@ export function createCommitPipeline(maxInFlightEvents: number, now: () => numbe
       waiting = [];
       for (const { admitted } of released) admitted(false);
     },
-    inFlight: () => inFlight,
+    inFlight: () => ({ events, bytes }),
     stalled(stallMs) {
       const at = now();
       const out: { partition: string; waitingMs: number }[] = [];
       for (const [partition, state] of progress) {
         const waitingMs = at - state.since;
-        if (state.open > 0 && waitingMs > stallMs) out.push({ partition, waitingMs });
+        if (state.broken || (state.open > 0 && waitingMs > stallMs)) out.push({ partition, waitingMs });
       }
       return out;
     },

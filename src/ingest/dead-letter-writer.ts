@@ -1,5 +1,6 @@
 import type { Kafka, Message, Producer } from 'kafkajs';
 import { partitionLedger, sendCompletely } from '../kafka/complete-send.js';
+import { compressionType, type CompressionName } from '../kafka/compression-codecs.js';
 import { recordBytes, sendBudget } from '../kafka/message-bytes.js';
 import type { Logger } from '../observability/logger.js';
 import { deadLetterMessage, deadLetterReference } from './dead-letter.js';
@@ -10,6 +11,8 @@ export interface DeadLetterWriterOptions {
   readonly topic: string;
   /** The dead-letter topic's max.message.bytes, read at start. */
   readonly maxMessageBytes: number;
+  /** The codec of every record batch sent (KAFKA_COMPRESSION). */
+  readonly compression: CompressionName;
   readonly logger: Logger;
 }
 
@@ -68,7 +71,7 @@ export function createDeadLetterWriter(options: DeadLetterWriterOptions): DeadLe
       const { sends, references } = deadLetterSends(rejected, budget);
       if (references > 0) logger.warn({ references, maxMessageBytes: options.maxMessageBytes }, 'dead letters too large for their topic sent as references to their source');
       for (const messages of sends) {
-        await sendCompletely(producer, ledger, { acks: -1, topicMessages: [{ topic: options.topic, messages }] }, (missing) =>
+        await sendCompletely(producer, ledger, { acks: -1, compression: compressionType(options.compression), topicMessages: [{ topic: options.topic, messages }] }, (missing) =>
           logger.warn({ missing }, 'kafkajs acknowledged a send without some of its partitions; sending those again'),
         );
       }

@@ -6,10 +6,10 @@ import { readBoundedJson } from '../json/bounded-json.js';
 import type { SchemaRegistry } from '../schemas/schema-registry.js';
 import { passesThrough } from '../store/event-row-text.js';
 import type { EventStore, StorableEvent } from '../store/event-store.js';
-import { describeRefusal, rowRefusal } from '../store/store-refusal.js';
+import { answeredRefusal, describeRefusal, rowRefusal, storeCannotWrite, type RowRefusal } from '../store/store-refusal.js';
 import { toStoreTimestamp, TimestampError } from '../store/timestamps.js';
 import { bisectInsert } from './bisect-insert.js';
-import { createCanonicalEventReader } from './canonical-event-bytes.js';
+import { createCanonicalEventReader, jsonTextOf } from './canonical-event-bytes.js';
 
 /** Where a message was read from; carried into dead-letter headers. */
 export interface MessageSource {
@@ -155,8 +155,7 @@ export function createEventIngestor(deps: { store: EventStore; schemas: SchemaRe
   const { schemas } = deps;
   const readCanonicalEvent = createCanonicalEventReader();
 
-  /** `json` is the value's own text, when it is a canonical event that arrived as bytes. */
-  function parse(value: unknown, json?: Buffer): Parsed {
+  function parse(value: unknown): Parsed {
     const checked = schemas.check('canonical-event.schema.json', value);
     if (!checked.ok) return { ok: false, reason: 'schema-violation', detail: describeFields(checked.fields) };
     let storedAt: string;
@@ -166,7 +165,7 @@ export function createEventIngestor(deps: { store: EventStore; schemas: SchemaRe
       if (error instanceof TimestampError) return { ok: false, reason: 'timestamp-out-of-range', detail: error.message };
       throw error;
     }
-    return { ok: true, storable: { event: checked.value, head: checked.value, storedAt, json } };
+    return { ok: true, storable: { event: checked.value, head: checked.value, storedAt } };
   }
 
   function parseRaw(message: RawEventMessage): Parsed {
@@ -183,18 +182,37 @@ export function createEventIngestor(deps: { store: EventStore; schemas: SchemaRe
       const checked = readCanonicalEvent(value);
       if (checked !== undefined) return { ok: true, storable: checked };
     }
-    const reading = readBoundedJson(value.toString());
+    const reading = readBoundedJson(typeof value === 'string' ? value.replace(/^\uFEFF/, '') : jsonTextOf(value).toString());
     if (!reading.ok) {
       const reason = reading.problem === 'not-json' ? 'invalid-json' : 'json-limit-exceeded';
       return { ok: false, reason, detail: `message value ${reading.detail}` };
     }
-    if (format === 'canonical-event') return parse(reading.value, typeof value === 'string' ? undefined : value);
+    // Read the full way, the event is written encoded from what JSON.parse read: its text may hold what the engine reads otherwise (a key twice, an escape, a line break).
+    if (format === 'canonical-event') return parse(reading.value);
     const command = schemas.check(COMMAND_SCHEMAS[format], reading.value);
     if (!command.ok) return { ok: false, reason: 'schema-violation', detail: describeFields(command.fields) };
     return parse(commandEvent(command.value, message.headers?.['traceparent']?.toString()));
   }
 
   const insert = (part: readonly Carried[]) => deps.store.insertEvents(part.map((c) => c.storable));
+
+  /**
+   * What a failed insert says about its rows. Known refusals of values are the rows'; the
+   * store's own word that it cannot write now is waited out (undefined). Anything else is
+   * nobody's guess: the store is asked for a known-good write, and if it takes it, it
+   * answers, so the failure was about these rows and the search goes on to find which.
+   */
+  async function refusal(error: unknown): Promise<RowRefusal | undefined> {
+    const known = rowRefusal(error);
+    if (known !== undefined) return known;
+    if (storeCannotWrite(error)) return undefined;
+    try {
+      await deps.store.probeWrite();
+    } catch {
+      return undefined;
+    }
+    return answeredRefusal(error);
+  }
 
   /**
    * Stores the events, isolating the ones the store refuses on their own; a sick store
@@ -204,13 +222,13 @@ export function createEventIngestor(deps: { store: EventStore; schemas: SchemaRe
    */
   async function store(items: readonly Carried[]) {
     try {
-      const first = await bisectInsert(items, { insert, refusal: rowRefusal });
+      const first = await bisectInsert(items, { insert, refusal });
       const again = first.refused.filter(({ item }) => passesThrough(item.storable));
       if (again.length === 0) return first;
       // Named field by field, not spread: an event checked as bytes builds `event` in a getter, which a spread would drop.
       const encoded = await bisectInsert(
         again.map(({ item }) => ({ ...item, storable: { event: item.storable.event, head: item.storable.head, storedAt: item.storable.storedAt } })),
-        { insert, refusal: rowRefusal },
+        { insert, refusal },
       );
       return { refused: [...first.refused.filter(({ item }) => !passesThrough(item.storable)), ...encoded.refused] };
     } catch (error) {

@@ -1,6 +1,7 @@
 import type { EachBatchPayload, Kafka } from 'kafkajs';
 import { REQUEST_ID_MESSAGE_HEADER } from '../commands/command-context.js';
 import { createGroupCommit } from '../concurrency/group-commit.js';
+import type { CompressionName } from '../kafka/compression-codecs.js';
 import type { GatewayMetrics } from '../metrics/gateway-metrics.js';
 import type { Logger } from '../observability/logger.js';
 import { NotReady, type ReadinessProbe } from '../observability/readiness.js';
@@ -19,13 +20,19 @@ export interface IngestConsumerOptions {
   readonly deadLetterTopic: string;
   /** The dead-letter topic's max.message.bytes, read at start: no send of dead letters passes it. */
   readonly deadLetterMaxBytes: number;
+  /** The codec of the dead letters' record batches (KAFKA_COMPRESSION); none unless set. */
+  readonly compression?: CompressionName;
   readonly ingestor: EventIngestor;
   /** Most events per store insert. */
   readonly batchSize: number;
+  /** Most bytes of message values per store insert. */
+  readonly batchBytes: number;
   /** Longest a partial batch waits for more events. */
   readonly batchWaitMs: number;
   /** Most events fetched and not yet stored; past it, fetching waits for the store. */
   readonly maxInFlightEvents: number;
+  /** Most bytes of message values fetched and not yet stored; past it, fetching waits too. */
+  readonly maxInFlightBytes: number;
   /** A partition whose fetched events have waited this long for a commit is stalled (INGEST_STALL_MS). */
   readonly stallMs: number;
   /** Silence after which the group hands this member's partitions to another; heartbeats go every third of it. */
@@ -73,6 +80,9 @@ function signal(): { readonly promise: Promise<void>; readonly fire: () => void 
 
 const partitionName = (topic: string, partition: number) => `${topic}/${partition}`;
 
+/** What a message weighs against the byte bounds: its value, which is what an insert carries. */
+const valueBytes = (message: RawEventMessage): number => message.value?.length ?? 0;
+
 function partitionLabels(name: string): { topic: string; partition: string } {
   const slash = name.lastIndexOf('/');
   return { topic: name.slice(0, slash), partition: name.slice(slash + 1) };
@@ -101,7 +111,7 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
   const { metrics } = options;
   const formats = new Map(options.sources.map((s) => [s.topic, s.format]));
   const topics = [...formats.keys()];
-  const pipeline = createCommitPipeline(options.maxInFlightEvents);
+  const pipeline = createCommitPipeline({ events: options.maxInFlightEvents, bytes: options.maxInFlightBytes });
   let stopping = false;
   /** Partitions of the current assignment, by name: the label sets this member reports. */
   let assigned = new Set<string>();
@@ -136,7 +146,13 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
     logger,
   });
 
-  const deadLetters = createDeadLetterWriter({ kafka: options.kafka, topic: options.deadLetterTopic, maxMessageBytes: options.deadLetterMaxBytes, logger });
+  const deadLetters = createDeadLetterWriter({
+    kafka: options.kafka,
+    topic: options.deadLetterTopic,
+    maxMessageBytes: options.deadLetterMaxBytes,
+    compression: options.compression ?? 'none',
+    logger,
+  });
   // Every reason is reported from the start, at zero, so an alert on one needs no first occurrence.
   for (const reason of REJECT_REASONS) metrics.deadLettered.inc({ reason }, 0);
 
@@ -154,6 +170,9 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
     },
     {
       maxItems: options.batchSize,
+      // A backlog of large events is split by size too: one body must fit a Buffer, and the store's memory.
+      weigh: valueBytes,
+      maxWeight: options.batchBytes,
       lingerMs: options.batchWaitMs,
       // Two flushes at once: one batch is parsed and validated here while the store writes the other.
       concurrency: 2,
@@ -207,16 +226,19 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
     }
   }
 
+  /**
+   * One attempt to commit, retried by withRetry like every other step. The payload's commit
+   * goes straight to the group with the generation kafkajs holds at the call, which the
+   * fence check just before it (in the same tick) has matched to the batch's: the member
+   * fences at every JoinGroup (src/ingest/supervised-consumer.ts), before kafkajs takes up a
+   * new generation. consumer.commitOffsets would instead retry inside kafkajs, reading the
+   * group's generation again on each try, so after a rejoin an old batch's commit went out
+   * under the new generation and moved the offset back. It also commits nothing once stop()
+   * has begun, which would leave every batch finished during a shutdown to be delivered again.
+   */
   async function commit(payload: EachBatchPayload, next: string): Promise<void> {
     const { topic, partition } = payload.batch;
-    if (payload.isRunning()) {
-      await supervised.commitOffsets([{ topic, partition, offset: next }]);
-    } else {
-      // Once stop() has begun, kafkajs's consumer.commitOffsets silently commits nothing, so
-      // every batch finished during a shutdown would be stored and then delivered again. The
-      // payload's commit goes straight to the group, which this member has not left yet.
-      await payload.commitOffsetsIfNecessary({ topics: [{ topic, partitions: [{ partition, offset: next }] }] });
-    }
+    await payload.commitOffsetsIfNecessary({ topics: [{ topic, partitions: [{ partition, offset: next }] }] });
   }
 
   async function eachBatch(payload: EachBatchPayload): Promise<void> {
@@ -224,7 +246,11 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
     if (batch.messages.length === 0) return;
     const format = formats.get(batch.topic) ?? 'canonical-event';
     const messages: RawEventMessage[] = batch.messages.map((m) => new ConsumedMessage(format, m, batch.topic, batch.partition));
+    // Read once: a fence while the batch waits for room makes it an earlier generation's, everywhere alike.
     const generation = pipeline.generation();
+    let bytes = 0;
+    for (const message of messages) bytes += valueBytes(message);
+    const load = { events: messages.length, bytes };
     // Waiting for room (a slow or sick store) can outlast the session; heartbeat through it,
     // and give way at once when the group rebalances: the batch is then delivered again.
     const beat = setInterval(
@@ -236,7 +262,7 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
     );
     let admitted: boolean;
     try {
-      admitted = await pipeline.admit(messages.length);
+      admitted = await pipeline.admit(load);
     } finally {
       clearInterval(beat);
     }
@@ -244,17 +270,23 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
     const last = batch.messages.at(-1)!.offset;
     const lag = Number(batch.offsetLag());
     const name = partitionName(batch.topic, batch.partition);
-    const link = pipeline.track(name, messages.length, storeBatch(payload, messages, generation), async (rejected) => {
+    const link = pipeline.track(name, generation, load, storeBatch(payload, messages, generation), async (rejected) => {
       if (rejected.length > 0) await deadLetter(payload, rejected, generation);
-      // The dead letters may have taken a while; a rebalance since makes the offset another's.
-      if (pipeline.generation() !== generation) throw new FencedError(name);
       metrics.consumerLag.set({ topic: batch.topic, partition: String(batch.partition) }, lag);
-      await commit(payload, (BigInt(last) + 1n).toString());
+      await withRetry('offset commit', payload, generation, () => commit(payload, (BigInt(last) + 1n).toString()));
     });
     link.catch((error: unknown) => {
       if (stopping) return;
-      if (error instanceof FencedError) logger.info({ topic: batch.topic, partition: batch.partition }, 'batch of an earlier group generation not committed; the group delivers it again');
-      else logger.warn({ err: error, topic: batch.topic, partition: batch.partition }, 'batch not committed; the group delivers it again');
+      if (error instanceof FencedError) {
+        logger.info({ topic: batch.topic, partition: batch.partition }, 'batch of an earlier group generation not committed; the group delivers it again');
+        return;
+      }
+      if (pipeline.generation() !== generation) return;
+      // Every step retries until a fence or a stop, so this is kafkajs giving the batch up
+      // (its partition sought or its runner stopped): nothing after it in the chain commits.
+      // A new member is the way back: the group then delivers the partition from its last commit.
+      logger.error({ err: error, topic: batch.topic, partition: batch.partition }, 'batch not committed and its partition would wait for ever; rejoining the group');
+      supervised.rejoin();
     });
     // kafkajs fetches on from here while the batch is stored; the commit waits for the store.
     payload.resolveOffset(last);

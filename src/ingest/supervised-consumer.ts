@@ -1,4 +1,4 @@
-import type { Consumer, ConsumerRunConfig, Kafka, TopicPartitionOffsetAndMetadata } from 'kafkajs';
+import type { Consumer, ConsumerRunConfig, Kafka } from 'kafkajs';
 import type { Logger } from '../observability/logger.js';
 
 export interface SupervisedConsumerOptions {
@@ -19,7 +19,11 @@ export interface SupervisedConsumerOptions {
 
 export interface SupervisedConsumer {
   start(): Promise<void>;
-  commitOffsets(offsets: TopicPartitionOffsetAndMetadata[]): Promise<void>;
+  /**
+   * Leaves the group and joins again as a new member, for a partition whose commits can no
+   * longer go through: the group then delivers every partition from its last commit.
+   */
+  rejoin(): void;
   /** Stops fetching every topic, for a shutdown that still commits what it has. */
   pauseAll(): void;
   stop(): Promise<void>;
@@ -66,6 +70,12 @@ export function createSupervisedConsumer(options: SupervisedConsumerOptions): Su
       scheduleReplacement();
     });
     fresh.on(fresh.events.REBALANCING, () => options.onRebalance(undefined));
+    // Every JoinGroup answered starts a generation, and kafkajs takes it up (a new offset
+    // manager, which commits with it) only after the SyncGroup that follows: fencing here
+    // comes before any commit could go out under the new generation for an older batch.
+    fresh.on(fresh.events.REQUEST, ({ payload }) => {
+      if (payload.apiName === 'JoinGroup') options.onRebalance(undefined);
+    });
     // After a join kafkajs fetches each partition again from its committed offset.
     fresh.on(fresh.events.GROUP_JOIN, ({ payload }) => options.onRebalance(payload.memberAssignment));
     return fresh;
@@ -95,7 +105,16 @@ export function createSupervisedConsumer(options: SupervisedConsumerOptions): Su
 
   return {
     start: () => run(consumer),
-    commitOffsets: (offsets) => consumer.commitOffsets(offsets),
+    rejoin() {
+      if (stopping || replacement !== undefined) return;
+      options.onRebalance(undefined);
+      const leaving = consumer;
+      // The new member is started once the old one has left, so the two never hold the same partitions.
+      void leaving
+        .disconnect()
+        .catch((error: unknown) => logger.warn({ err: error }, 'the ingest consumer did not leave the group cleanly'))
+        .then(scheduleReplacement);
+    },
     pauseAll() {
       stopping = true;
       clearTimeout(replacement);

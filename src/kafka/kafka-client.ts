@@ -1,6 +1,7 @@
 import { Kafka, logLevel, type LogEntry, type logCreator, type RetryOptions } from 'kafkajs';
 import type { KafkaConfig } from '../config/config.js';
 import type { Logger } from '../observability/logger.js';
+import { registerCompressionCodecs } from './compression-codecs.js';
 import { kafkaJsSecurityOptions } from './kafka-security.js';
 
 // kafkajs reports expected reconnects at ERROR; for an operator they are warnings.
@@ -28,6 +29,8 @@ export const ONE_ATTEMPT: RetryOptions = { retries: 0 };
 
 /** Connects and retries a failed connection as kafkajs does by default, unless `retry` says otherwise. */
 export function createKafkaClient(config: KafkaConfig, logger: Logger, retry?: RetryOptions): Kafka {
+  // Every client of ours reads (and may write) every codec Kafka defines, not gzip alone.
+  registerCompressionCodecs();
   return new Kafka({
     clientId: config.clientId,
     brokers: [...config.brokers],

@@ -84,6 +84,7 @@ export function kafkaCommandPublisher(opened: OpenedKafka, config: KafkaRuntimeC
     producers: config.kafka.producers,
     timeoutMs: config.commandTimeoutMs,
     messageLimits: new Map(commandTopics.map((topic) => [topic, limitOf(opened.messageLimits, topic)])),
+    compression: config.kafka.compression,
     logger,
   });
 }
@@ -109,8 +110,11 @@ export async function startIngestConsumer(
     stallMs: config.ingest.stallMs,
     ingestor,
     batchSize: config.ingest.batchSize,
+    batchBytes: config.ingest.batchBytes,
     batchWaitMs: config.ingest.batchWaitMs,
     maxInFlightEvents: config.ingest.maxInFlightEvents,
+    maxInFlightBytes: config.ingest.maxInFlightBytes,
+    compression: config.kafka.compression,
     sessionTimeoutMs: config.kafka.sessionTimeoutMs,
     logger,
   });

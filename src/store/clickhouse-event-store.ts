@@ -4,6 +4,7 @@ import type { EventStore, FeedQuery, FeedSlice } from './event-store.js';
 import { feedWindows, storeTextMs, WINDOW_PLAN, windowsStart, type FeedWindow, type WindowPlan } from './feed-windows.js';
 import { createWindowHints, type WindowHints } from './window-hints.js';
 import { createClickHouseTail } from './clickhouse-tail.js';
+import { splitByPartitions } from './event-batches.js';
 import { filterConditions } from './filter-sql.js';
 import { readDistinct } from './fold-copies.js';
 import type { SqlParam, SqlParams, SqlTransport } from './sql-transport.js';
@@ -36,6 +37,13 @@ const FEED_SETTINGS = ['max_threads = 1'];
  * weighing it is planning time spent on every page for nothing.
  */
 const WITHOUT_PROJECTIONS = 'optimize_use_projections = 0';
+
+/**
+ * An insert into the events table that carries no row: it takes the inserts' own path (the
+ * client, the engine, the table being there and writable) and leaves nothing behind, so it
+ * can be sent whenever the consumer needs to ask. A row of its own would show in a feed.
+ */
+const PROBE_WRITE = 'INSERT INTO events SELECT * FROM events WHERE 0';
 
 /**
  * A page's SQL, over the whole range (`window` absent: the plain query) or one time window
@@ -107,7 +115,10 @@ export function createClickHouseEventStore(transport: SqlTransport, options: Fee
   const hints = options.hints ?? createWindowHints();
   return {
     async insertEvents(events) {
-      await transport.insert('events', events.map(eventRowText));
+      for (const part of splitByPartitions(events)) await transport.insert('events', part.map(eventRowText));
+    },
+    async probeWrite() {
+      await transport.command(PROBE_WRITE);
     },
     async listEvents(query: FeedQuery): Promise<FeedSlice> {
       const nowMs = now();

@@ -49,8 +49,8 @@ export type EventHead = Pick<CanonicalEvent, 'id' | 'org_id' | 'project_id' | 'o
 /**
  * An event checked against its schema, as validation hands it to the store: occurred_at
  * is already the store's text (converted once, while validating), and `json` is the
- * event's own UTF-8 JSON text when it arrived as one, which a store may write as it is
- * instead of encoding the event again (src/store/event-row-text.ts).
+ * event's own UTF-8 JSON text where it may be written as it is instead of encoding the
+ * event again (src/store/event-row-text.ts).
  */
 export interface StorableEvent {
   /** The whole event. An event checked as bytes (src/schemas/byte-validator.ts) is read from `json` only when this is asked for. */
@@ -58,18 +58,21 @@ export interface StorableEvent {
   readonly head: EventHead;
   /** occurred_at as the store keeps it: 'YYYY-MM-DD hh:mm:ss.ffffff', UTC. */
   readonly storedAt: string;
-  readonly json?: Buffer | undefined;
   /**
-   * True where the reader of `json` already proved it can be written as the row
-   * (src/ingest/canonical-event-bytes.ts), so that src/store/event-row-text.ts need not
-   * read the text again.
+   * The event's own JSON text, set only where the byte reader (src/ingest/canonical-event-bytes.ts)
+   * proved while reading it that it stores as the row: src/store/event-row-text.ts writes it as it is.
    */
-  readonly jsonIsRow?: boolean;
+  readonly json?: Buffer | undefined;
 }
 
 /** The event store port. Writes are idempotent by event id as seen by readers. */
 export interface EventStore {
   insertEvents(events: readonly StorableEvent[]): Promise<void>;
+  /**
+   * A known-good write on the inserts' own path: resolves when the store takes it. An insert
+   * that failed in a way no list names is the rows' fault only if the store takes this.
+   */
+  probeWrite(): Promise<void>;
   /** Events of one project of one organization, newest first: occurred_at desc, id desc. */
   listEvents(query: FeedQuery): Promise<FeedSlice>;
   /** The store's own clock less `settleMs`, as ingested_at text: the live tail reads only rows ingested before it. */

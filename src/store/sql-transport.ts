@@ -1,3 +1,5 @@
+import { ENGINE_MAX_PARTITIONS_PER_INSERT } from './event-batches.js';
+
 /**
  * The one seam between our SQL and a ClickHouse engine. The event store, the
  * idempotency store and the command log speak only this; chDB (in-process) and a
@@ -15,8 +17,14 @@ export type SqlParams = Readonly<Record<string, SqlParam>>;
  * - Timestamps are read best-effort, so an event's own JSON text, with occurred_at in
  *   RFC 3339, can be its row (src/store/event-row-text.ts). The store's own timestamp
  *   text reads the same under it.
+ * - The partitions one insert may span: src/store/event-batches.ts splits below it.
  */
-export const INSERT_SETTINGS = { input_format_json_read_objects_as_strings: 1, date_time_input_format: 'best_effort' } as const;
+export const INSERT_SETTINGS = {
+  input_format_json_read_objects_as_strings: 1,
+  date_time_input_format: 'best_effort',
+  // A UInt64 setting, which the server client types as text.
+  max_partitions_per_insert_block: String(ENGINE_MAX_PARTITIONS_PER_INSERT),
+} as const;
 
 /** One row as JSONEachRow text: a JSON object whose members are columns. Bytes are UTF-8. */
 export type JsonRowText = string | Buffer;

@@ -7,11 +7,13 @@ import { AppError } from '../errors/app-error.js';
  */
 const UNREACHABLE = new Set(['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND', 'EPIPE', 'EAI_AGAIN']);
 
-// ClickHouse codes that mean overload or shutdown, not a wrong query. 279
-// (ALL_CONNECTION_TRIES_FAILED) is a Distributed read whose shard is down; 999
-// (KEEPER_EXCEPTION) a Keeper or ZooKeeper that cannot be reached (its "node exists"
-// answer is read by isKeeperKeyTaken before this mapping).
-const UNAVAILABLE_CLICKHOUSE_CODES = new Set([159, 202, 209, 210, 241, 242, 252, 279, 394, 999]);
+// ClickHouse codes that mean overload or shutdown, not a wrong query. 243
+// (NOT_ENOUGH_SPACE) is a full disk, which a write that carries no row does not meet, so
+// the ingest consumer's known-good write cannot tell it; 279 (ALL_CONNECTION_TRIES_FAILED)
+// is a Distributed read whose shard is down; 999 (KEEPER_EXCEPTION) a Keeper or ZooKeeper
+// that cannot be reached (its "node exists" answer is read by isKeeperKeyTaken before this
+// mapping).
+const UNAVAILABLE_CLICKHOUSE_CODES = new Set([159, 202, 209, 210, 241, 242, 243, 252, 279, 394, 999]);
 
 const KEEPER_EXCEPTION = 999;
 // BAD_ARGUMENTS with this text: the server has no keeper_map_path_prefix; NO_ZOOKEEPER: no Keeper at all.

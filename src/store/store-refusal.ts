@@ -1,5 +1,5 @@
 import { AppError } from '../errors/app-error.js';
-import { clickhouseException, isClientTimeout } from './store-errors.js';
+import { clickhouseException, isClientTimeout, toStoreError } from './store-errors.js';
 
 /**
  * ClickHouse exception codes that are a verdict on the rows of an insert rather than on
@@ -99,4 +99,60 @@ export function rowRefusal(error: unknown): RowRefusal | undefined {
 /** One line for the DLQ detail header and the logs, e.g. `VIOLATED_CONSTRAINT (469): Constraint … is violated …` or `RangeError while encoding the row: Maximum call stack size exceeded`. */
 export function describeRefusal(refusal: RowRefusal): string {
   return refusal.code === undefined ? `${refusal.name} while encoding the row: ${refusal.message}` : `${refusal.name} (${refusal.code}): ${refusal.message}`;
+}
+
+/**
+ * Whether the store's own answer says it cannot take writes now: it was not reached, or the
+ * engine named its own state (overloaded, too many parts, out of
+ * memory, read-only, shutting down: store-errors.ts's UPSTREAM_UNAVAILABLE). That is waited
+ * out, never read as a verdict on the rows. Nothing a row holds can bring it about: inserts
+ * are bounded by bytes and by the partitions they span (src/store/event-batches.ts).
+ */
+export function storeCannotWrite(error: unknown): boolean {
+  // A client timeout says only that this insert took long: a store that takes the known-good
+  // write is asked to take the rows in smaller inserts rather than this one again for ever.
+  if (timedOut(error)) return false;
+  return toStoreError(error, 'insert').code === 'UPSTREAM_UNAVAILABLE';
+}
+
+function timedOut(error: unknown): boolean {
+  const seen = new Set<unknown>();
+  for (let e = error; e instanceof Error && !seen.has(e); e = e.cause) {
+    seen.add(e);
+    if (isClientTimeout(e)) return true;
+  }
+  return false;
+}
+
+// ClickHouse ends an exception's text with the code's name: `… (SYNTAX_ERROR) (version 26.7.2.1)`.
+const CODE_NAME = /\(([A-Z][A-Z0-9_]*)\)(?:\s*\(version [^)]*\))?\s*$/m;
+
+/** The innermost failure under our AppError wrappers: the engine's, the driver's or the language's own. */
+function innermost(error: unknown): unknown {
+  const seen = new Set<unknown>();
+  let e = error;
+  while (e instanceof AppError && e.cause !== undefined && !seen.has(e)) {
+    seen.add(e);
+    e = e.cause;
+  }
+  return e;
+}
+
+/**
+ * The refusal of an insert that failed in a way no list names, once the store has taken a
+ * known-good write since: the store answers, so what it said is about these rows. Its code
+ * and name when the engine spoke; otherwise the error our own code raised on the rows
+ * (building a body too large for a Buffer, say), with its system code if it has one.
+ */
+export function answeredRefusal(error: unknown): RowRefusal {
+  const exception = clickhouseException(error);
+  if (exception !== undefined) {
+    const name = ROW_REFUSAL_CODES.get(exception.code) ?? CODE_NAME.exec(exception.message)?.[1] ?? `ClickHouse error ${exception.code}`;
+    return { code: exception.code, name, message: engineSentence(exception.message) };
+  }
+  const cause = innermost(error);
+  if (!(cause instanceof Error)) return { code: undefined, name: 'Error', message: engineSentence(String(cause)) };
+  const systemCode = (cause as { code?: unknown }).code;
+  const name = typeof systemCode === 'string' ? `${cause.name} [${systemCode}]` : cause.name;
+  return { code: undefined, name, message: engineSentence(cause.message) };
 }

@@ -7,7 +7,8 @@ import { describeOnEachStore } from './gateways.js';
 
 /** What the feed must show for a message text: what JSON.parse reads from it, as the store normalizes it. */
 function asFeedShows(text: string): CanonicalEvent {
-  const read = JSON.parse(text) as CanonicalEvent;
+  // RFC 8259 lets a reader ignore a byte order mark; JSON.parse does not.
+  const read = JSON.parse(text.replace(/^\uFEFF/, '')) as CanonicalEvent;
   const lower = (v: string | null | undefined) => (v == null ? null : v.toLowerCase());
   return {
     id: read.id.toLowerCase(),
@@ -67,6 +68,12 @@ describeOnEachStore('an event message stored as its own text', (gateway) => {
     'a leap second, rolled over': () => JSON.stringify(event({ occurred_at: '2016-12-31T23:59:60Z' })),
     'an offset from UTC': () => JSON.stringify(event({ occurred_at: '2026-01-02T01:04:05.5+02:00' })),
     'lower-case t and z': () => JSON.stringify(event({ occurred_at: '2026-03-04t05:06:07.25z' })),
+    // As log shippers send lines: an insert body is one row per line, and chDB ends its data at an empty one.
+    'a line break after it': () => `${JSON.stringify(event())}\n`,
+    'a CRLF after it': () => `${JSON.stringify(event())}\r\n`,
+    'a byte order mark before it': () => `\uFEFF${JSON.stringify(event())}`,
+    'padded with whitespace': () => ` \t ${JSON.stringify(event())}  \n\n`,
+    'pretty-printed with an empty line inside': () => JSON.stringify(event(), null, 2).replace('{\n', '{\n\n'),
   };
 
   for (const [name, text] of Object.entries(texts)) {
@@ -81,6 +88,25 @@ describeOnEachStore('an event message stored as its own text', (gateway) => {
       expect(feed.body.data.items.filter((e) => e.id === expected.id)).to.deep.equal([expected]);
     });
   }
+
+  it('stores a backfill of one device over 20 years, sent at once, though one insert may span only 100 monthly partitions', async () => {
+    // A project of its own: twenty years of history would push the other tests' events off their page.
+    const history = gw.tenant();
+    const device = canonicalEvent().device_id!;
+    const values = Array.from({ length: 240 }, (_, month) =>
+      JSON.stringify(
+        canonicalEvent({ org_id: history.orgId, project_id: history.projectId, device_id: device, occurred_at: new Date(Date.UTC(2006, month, 15, 12)).toISOString() }),
+      ),
+    );
+    const result = await gw.runtime.ingestor.ingestMessages(values.map((v) => ({ value: Buffer.from(v) })));
+    expect(result.rejected.map((r) => r.detail)).to.deep.equal([]);
+    expect(result.stored).to.equal(values.length);
+    const headers = await history.headers();
+    const feed = await gw.call<CanonicalEventPageResponse>('GET', `/projects/${history.projectId}/events?limit=200&device_id=${device}`, { headers });
+    expect(feed.body.data.items).to.have.length(200);
+    expect(feed.body.meta.has_more).to.equal(true);
+    expect(feed.body.data.items[0]!.occurred_at).to.equal('2025-12-15T12:00:00.000000Z');
+  });
 
   it('stores a batch of such texts together, each as validation read it', async () => {
     const values = Object.values(texts).map((text) => text());

@@ -57,7 +57,8 @@ describeOnEachStore('ingest while the store is failing', function (suite) {
         attempts += 1;
         if (failuresLeft > 0) {
           failuresLeft -= 1;
-          throw new Error('injected: store unavailable');
+          // What a lost connection looks like: the store does not answer, so nothing is judged.
+          throw Object.assign(new Error('connect ECONNREFUSED (injected)'), { code: 'ECONNREFUSED' });
         }
         return real.insertEvents(batch);
       },
@@ -71,8 +72,10 @@ describeOnEachStore('ingest while the store is failing', function (suite) {
       deadLetterMaxBytes: KAFKA_DEFAULT_MAX_MESSAGE_BYTES,
       ingestor: createEventIngestor({ store: failing, schemas: createSchemaRegistry() }),
       batchSize: 1000,
+      batchBytes: 1024 * 1024,
       batchWaitMs: 20,
       maxInFlightEvents: 4000,
+      maxInFlightBytes: 4 * 1024 * 1024,
       stallMs: 60_000,
       sessionTimeoutMs: 10_000,
       logger: createLogger('silent'),

@@ -133,6 +133,19 @@ describe('loadConfig', () => {
     expect(loadConfig({ ...base, KAFKA_MIN_INSYNC_REPLICAS: '2' }).kafka).to.deep.include({ replicationFactor: undefined, minInsyncReplicas: 2 });
   });
 
+  it('writes uncompressed record batches unless KAFKA_COMPRESSION names a codec Kafka defines', () => {
+    const base = { KAFKA_BROKERS: 'k:9092', AUTH_JWT_SECRET: SECRET };
+    expect(loadConfig(base).kafka?.compression).to.equal('none');
+    for (const codec of ['gzip', 'snappy', 'lz4', 'zstd']) expect(loadConfig({ ...base, KAFKA_COMPRESSION: codec }).kafka?.compression).to.equal(codec);
+    expect(() => loadConfig({ ...base, KAFKA_COMPRESSION: 'brotli' })).to.throw('KAFKA_COMPRESSION: must be one of none, gzip, snappy, lz4, zstd, got "brotli"');
+  });
+
+  it('bounds ingest inserts and what is in flight by bytes, four inserts of it unless told', () => {
+    expect(loadConfig({}).ingest).to.deep.include({ batchBytes: 32 * 1024 * 1024, maxInFlightBytes: 128 * 1024 * 1024 });
+    expect(loadConfig({ INGEST_BATCH_BYTES: '1048576' }).ingest).to.deep.include({ batchBytes: 1_048_576, maxInFlightBytes: 4_194_304 });
+    expect(() => loadConfig({ INGEST_BATCH_BYTES: '1000' })).to.throw('INGEST_BATCH_BYTES: must be between 65536 and 1073741824, got 1000');
+  });
+
   it('reads the live tail settings, with their defaults', () => {
     expect(loadConfig({}).liveTail).to.deep.equal({ settleMs: 2000, pollMs: 500, heartbeatMs: 15_000, maxPerOrg: 20 });
     const config = loadConfig({ STREAM_SETTLE_MS: '0', STREAM_POLL_MS: '50', STREAM_HEARTBEAT_MS: '1000', STREAM_MAX_PER_ORG: '3' });

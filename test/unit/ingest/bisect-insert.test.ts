@@ -21,7 +21,7 @@ function fakeStore(poison: ReadonlySet<number>, options: { sickAfterInserts?: nu
       if (bad !== undefined) throw new Refusal(`row ${bad} breaks a constraint`);
       for (const n of items) stored.add(n);
     },
-    refusal: (error: unknown) => (error instanceof Refusal ? error.message : undefined),
+    refusal: async (error: unknown) => (error instanceof Refusal ? error.message : undefined),
   };
 }
 
@@ -88,7 +88,7 @@ describe('bisect insert', () => {
         calls += 1;
         if (calls === 1) throw new Refusal('once');
       },
-      refusal: (error: unknown) => (error instanceof Refusal ? error.message : undefined),
+      refusal: async (error: unknown) => (error instanceof Refusal ? error.message : undefined),
     });
     expect(result.refused).to.deep.equal([]);
   });

@@ -29,6 +29,9 @@ function memoryStore(fail = false) {
       if (fail) throw new Error('store down');
       batches.push(events.map((e) => e.event));
     },
+    async probeWrite() {
+      if (fail) throw new Error('store down');
+    },
     ...NO_READS,
   };
   return { store, batches };
@@ -51,6 +54,9 @@ function constrainedStore(options: { sickFromInsert?: number } = {}) {
         throw toStoreError(new ClickHouseError({ message, code: '469', type: 'VIOLATED_CONSTRAINT' }), 'insert');
       }
       stored.push(...events.map((e) => e.event.id));
+    },
+    async probeWrite() {
+      if (options.sickFromInsert !== undefined && state.inserts >= options.sickFromInsert) throw toStoreError(Object.assign(new Error('connect ECONNREFUSED'), { code: 'ECONNREFUSED' }), 'insert');
     },
     ...NO_READS,
   };
@@ -146,6 +152,7 @@ describe('event ingestor', () => {
         if (events.some((e) => e.event.entity === 'unencodable')) throw toStoreError(new RangeError('Maximum call stack size exceeded'), 'insert');
         stored.push(...events.map((e) => e.event.id));
       },
+      async probeWrite() {},
       ...NO_READS,
     };
     const good = Array.from({ length: 9 }, () => canonicalEvent());
@@ -153,6 +160,70 @@ describe('event ingestor', () => {
     const result = await createEventIngestor({ store, schemas }).ingestMessages([...good.slice(0, 4), bad, ...good.slice(4)].map(raw));
     expect(stored.sort()).to.deep.equal(good.map((e) => e.id).sort());
     expect(result.rejected.map((r) => [r.reason, r.detail])).to.deep.equal([['store-rejected', 'RangeError while encoding the row: Maximum call stack size exceeded']]);
+  });
+
+  /**
+   * A store that fails an insert holding a 'framing' event with an engine code no list
+   * names (what chDB said of a body an empty line cut short), and whose answer to the
+   * known-good write is `probe`.
+   */
+  function unlistedFailureStore(probe: () => Promise<void>) {
+    const stored: string[] = [];
+    let probes = 0;
+    const store: EventStore = {
+      async insertEvents(events) {
+        if (events.some((e) => e.event.entity === 'framing')) {
+          throw toStoreError(new Error('Code: 62. DB::Exception: Syntax error: failed at position 1: {"id". Expected one of: SELECT. (SYNTAX_ERROR) (version 26.7.2.1)'), 'insert');
+        }
+        stored.push(...events.map((e) => e.event.id));
+      },
+      async probeWrite() {
+        probes += 1;
+        await probe();
+      },
+      ...NO_READS,
+    };
+    return { store, stored, probes: () => probes };
+  }
+
+  it('asks the store about a failure no list names, and dead-letters the row it refuses alone while it takes a known-good write', async () => {
+    const { store, stored, probes } = unlistedFailureStore(async () => {});
+    const good = Array.from({ length: 30 }, () => canonicalEvent());
+    const bad = canonicalEvent({ entity: 'framing' });
+    const result = await createEventIngestor({ store, schemas }).ingestMessages([...good.slice(0, 11), bad, ...good.slice(11)].map(raw));
+    expect(stored.sort()).to.deep.equal(good.map((e) => e.id).sort());
+    expect(result.rejected.map((r) => [r.reason, r.detail])).to.deep.equal([['store-rejected', 'SYNTAX_ERROR (62): Syntax error: failed at position 1: {"id". Expected one of: SELECT.']]);
+    expect(probes(), 'each failed insert asked the store').to.be.greaterThan(0);
+  });
+
+  it('waits for a store that fails in a way no list names and does not take the known-good write either', async () => {
+    const { store, stored } = unlistedFailureStore(async () => {
+      throw toStoreError(new Error('Code: 243. DB::Exception: Cannot reserve 1.00 MiB, not enough space. (NOT_ENOUGH_SPACE)'), 'insert');
+    });
+    let error: unknown;
+    const result = await createEventIngestor({ store, schemas })
+      .ingestMessages([raw(canonicalEvent()), raw(canonicalEvent({ entity: 'framing' }))])
+      .catch((e: unknown) => (error = e));
+    expect(error, 'nothing is judged while the store cannot write').to.be.instanceOf(SickStoreError);
+    expect(result).to.equal(error);
+    expect(stored).to.deep.equal([]);
+  });
+
+  it('splits a batch whose body our own code could not build, and stores all of it', async () => {
+    const stored: string[] = [];
+    const store: EventStore = {
+      async insertEvents(events) {
+        // What Buffer.allocUnsafe throws for a body over the largest Buffer: a RangeError with a system code.
+        if (events.length > 8) throw toStoreError(Object.assign(new RangeError('The value of "size" is out of range.'), { code: 'ERR_OUT_OF_RANGE' }), 'insert');
+        stored.push(...events.map((e) => e.event.id));
+      },
+      async probeWrite() {},
+      ...NO_READS,
+    };
+    const events = Array.from({ length: 40 }, () => canonicalEvent());
+    const result = await createEventIngestor({ store, schemas }).ingestMessages(events.map(raw));
+    expect(result.rejected).to.deep.equal([]);
+    expect(stored.sort()).to.deep.equal(events.map((e) => e.id).sort());
   });
 
   it('rejects the whole batch when the store fails, so nothing is acknowledged', async () => {

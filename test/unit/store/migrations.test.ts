@@ -39,7 +39,7 @@ describe('migrations', () => {
 
   it('creates replicated local tables and Distributed tables over them on every node of a cluster with Keeper', () => {
     const statements = migrationStatements({ kind: 'cluster', cluster: 'telemetry', replicated: true }).filter((s) => CREATED.test(s));
-    expect(statements).to.have.length(6);
+    expect(statements).to.have.length(TABLES.length * 2);
     const [eventsLocal, events, keysLocal, keys] = statements;
     expect(eventsLocal).to.match(/^CREATE TABLE IF NOT EXISTS events_local ON CLUSTER telemetry \(/);
     expect(eventsLocal).to.include("ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', ingested_at)");
