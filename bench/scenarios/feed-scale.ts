@@ -109,13 +109,16 @@ async function serverCounters(url: string): Promise<{ rows: number; queries: num
   return { rows: values['SelectedRows'] ?? 0, queries: values['SelectQuery'] ?? 0 };
 }
 
-/** Waits until the server runs no query but this one, twice in a row. */
-async function quiet(url: string): Promise<void> {
+/**
+ * Waits until the server runs no query in the bench's database, twice in a row (the local
+ * server's own clickhouse-local query, which keeps it up, runs for as long as it does).
+ */
+async function quiet(url: string, database: string): Promise<void> {
   let idle = 0;
   await waitFor(
     'the server to finish the last load',
     async () => {
-      const running = Number((await runSql(url, 'system', 'SELECT count() FROM system.processes WHERE query_id != queryID()')).trim());
+      const running = Number((await runSql(url, database, 'SELECT count() FROM system.processes WHERE current_database = currentDatabase() AND query_id != queryID()')).trim());
       idle = running === 0 ? idle + 1 : 0;
       return idle >= 2 ? true : undefined;
     },
@@ -205,7 +208,7 @@ export async function measureFeedAtScale(ctx: BenchContext, sizes: readonly numb
       rows.push({ scenario: label, measure: 'server: SELECT 1, 32 connections', value: select1.perSecond, unit: 'req/s', ...latencies(select1), note: `${parts} active parts, ${partitions} partitions, no OPTIMIZE` });
       for (const shape of await shapes(gateway.url, headers, span)) {
         // The last load's pages still in flight when it ended would count in this shape's figures.
-        await quiet(ctx.clickhouseUrl);
+        await quiet(ctx.clickhouseUrl, database);
         const before = await serverCounters(ctx.clickhouseUrl);
         const sample = shape.requests.slice(0, SAMPLE);
         const sampling = performance.now();
