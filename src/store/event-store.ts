@@ -27,6 +27,17 @@ export interface FeedQuery {
   readonly limit: number;
 }
 
+/**
+ * What one page read found. `events` holds up to `limit` events; fewer, either because
+ * the range ends, or because the read stopped at its bound on work
+ * (docs/decisions/feed-storage.md, "Windows"): then `resumeAfter` is the position below
+ * everything it looked at, and the range may go on after it.
+ */
+export interface FeedSlice {
+  readonly events: StoredEvent[];
+  readonly resumeAfter?: FeedPosition | undefined;
+}
+
 export interface StoredEvent {
   readonly event: CanonicalEvent;
   readonly position: FeedPosition;
@@ -63,7 +74,7 @@ export interface EventStore {
    */
   probeWrite(): Promise<void>;
   /** Events of one project of one organization, newest first: occurred_at desc, id desc. */
-  listEvents(query: FeedQuery): Promise<StoredEvent[]>;
+  listEvents(query: FeedQuery): Promise<FeedSlice>;
   /** The store's own clock less `settleMs`, as ingested_at text: the live tail reads only rows ingested before it. */
   tailHorizon(settleMs: number): Promise<string>;
   /** The next rows of a live tail, in ingestion order: ingested_at asc, id asc. */

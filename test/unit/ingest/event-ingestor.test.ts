@@ -12,7 +12,7 @@ import { canonicalEvent, edgePolicyCommand, enrollmentCommand } from '../../supp
 /** The read side of the store port: the ingestor only writes, so any read is a bug here. */
 const NO_READS: Pick<EventStore, 'listEvents' | 'tailHorizon' | 'tailEvents' | 'tailProjects'> = {
   async listEvents() {
-    return [];
+    return { events: [] };
   },
   async tailHorizon(): Promise<never> {
     throw new Error('the ingestor does not read');
