@@ -14,8 +14,9 @@
 #                                               with listeners)
 #   localhost/core-gateway/gateway:dev          the project's Dockerfile, on the node image above
 #
-# Running it again is cheap: installed packages, a live socket and existing images are kept
-# (CONTAINERS_REBUILD=1 rebuilds the images). It prints the settings that point the suite and
+# Running it again is cheap: installed packages, a live socket and images whose inputs have not
+# changed are kept; the gateway's build reuses its cached layers (CONTAINERS_REBUILD=1 rebuilds
+# the images). It prints the settings that point the suite and
 # compose at the socket and the images as KEY=value lines on stdout, and writes them to
 # $CONTAINERS_STATE_DIR/containers.env.
 #
@@ -110,6 +111,28 @@ fi
 have_image() { [[ "$REBUILD" != 1 ]] && podman image exists "$1"; }
 timed() { local start=$SECONDS; "$@"; log "  took $((SECONDS - start)) s"; }
 
+# A built image carries a hash of its build context (small files by content, large ones by
+# size, and the id of the image it starts FROM), so a changed entry point, jar or engine
+# library rebuilds it and an unchanged one is kept.
+context_hash() {
+  (cd "$1" && { find . -type f -size -1000k -print0 | sort -z | xargs -0 -r sha256sum; find . -type f -size +999k -printf '%P %s\n' | sort; }) | sha256sum | cut -c1-16
+}
+build_context() {
+  local image="$1" ctx="$2" from="$3" hash start
+  podman image inspect --format '{{.Id}}' "$from" >"$ctx/.from-id"
+  hash="$(context_hash "$ctx")"
+  if [[ "$REBUILD" != 1 ]] && [[ "$(podman image inspect --format '{{index .Labels "core-gateway.inputs"}}' "$image" 2>/dev/null || true)" == "$hash" ]]; then
+    log "$image is up to date"
+  else
+    log "building $image"
+    start=$SECONDS
+    # --force-rm: a failed build leaves no working container behind either.
+    podman build -q --force-rm --label "core-gateway.inputs=$hash" -t "$image" -f "$ctx/Containerfile" "$ctx" >/dev/null
+    log "  took $((SECONDS - start)) s"
+  fi
+  rm -rf -- "$ctx"
+}
+
 # --- Debian base ------------------------------------------------------------------------------------
 debian_mirror() {
   local uri
@@ -130,7 +153,7 @@ build_base() {
   # Same mirror inside, the apt lists dropped (images run apt-get update first, as with Docker's).
   printf 'deb %s bookworm main\ndeb %s bookworm-updates main\n' "$mirror" "$mirror" | "${SUDO[@]}" tee "$root/etc/apt/sources.list" >/dev/null
   "${SUDO[@]}" rm -rf -- "$root"/var/lib/apt/lists/* "$root"/var/cache/apt/archives/*.deb
-  "${SUDO[@]}" tar -C "$root" -c . | podman import --change 'CMD ["/bin/bash"]' - "$BASE_IMAGE" >/dev/null
+  "${SUDO[@]}" tar -C "$root" -c . | podman import --quiet --change 'CMD ["/bin/bash"]' - "$BASE_IMAGE" >/dev/null
   "${SUDO[@]}" rm -rf -- "$root"
 }
 have_image "$BASE_IMAGE" || timed build_base
@@ -142,7 +165,7 @@ build_node() {
   rm -rf -- "$ctx"; mkdir -p "$ctx"
   node="$(readlink -f "$(command -v node)")"
   npm_dir="$(cd "$(dirname "$(readlink -f "$(command -v npm)")")/.." && pwd -P)"
-  log "building $NODE_IMAGE from $node ($(node --version)) and npm $(npm --version)"
+  log "$NODE_IMAGE: $node ($(node --version)) and npm $(npm --version)"
   cp -- "$node" "$ctx/node"
   cp -r -- "$npm_dir" "$ctx/npm"
   cat >"$ctx/Containerfile" <<EOF
@@ -155,10 +178,9 @@ RUN ln -s ../lib/node_modules/npm/bin/npm-cli.js /usr/local/bin/npm \\
  && node --version
 CMD ["node"]
 EOF
-  podman build -q -t "$NODE_IMAGE" -f "$ctx/Containerfile" "$ctx" >/dev/null
-  rm -rf -- "$ctx"
+  build_context "$NODE_IMAGE" "$ctx" "$BASE_IMAGE"
 }
-have_image "$NODE_IMAGE" || timed build_node
+build_node
 
 # --- Kafka --------------------------------------------------------------------------------------------
 build_kafka() {
@@ -169,8 +191,8 @@ build_kafka() {
   ensure_kafka_libs "$REPO_ROOT/test/infra/kafka/pom.xml" "$KAFKA_VERSION" "$libs"
   ctx="$STATE_DIR/context-kafka"
   rm -rf -- "$ctx"; mkdir -p "$ctx"
-  log "building $KAFKA_IMAGE from the Maven jars in $libs"
-  cp -r -- "$libs" "$ctx/libs"
+  log "$KAFKA_IMAGE: the Maven jars in $libs"
+  cp -rl -- "$libs" "$ctx/libs" 2>/dev/null || cp -r -- "$libs" "$ctx/libs"
   rm -f -- "$ctx/libs/.complete"
   cp -- "$SCRIPT_DIR/containers/kafka-entrypoint.sh" "$SCRIPT_DIR/containers/kafka-broker-api-versions.sh" "$ctx/"
   cat >"$ctx/Containerfile" <<EOF
@@ -186,10 +208,9 @@ USER appuser
 EXPOSE 9092
 ENTRYPOINT ["/opt/kafka/bin/kafka-entrypoint.sh"]
 EOF
-  podman build -q -t "$KAFKA_IMAGE" -f "$ctx/Containerfile" "$ctx" >/dev/null
-  rm -rf -- "$ctx"
+  build_context "$KAFKA_IMAGE" "$ctx" "$BASE_IMAGE"
 }
-have_image "$KAFKA_IMAGE" || timed build_kafka
+build_kafka
 
 # --- ClickHouse ------------------------------------------------------------------------------------------
 build_clickhouse() {
@@ -200,7 +221,7 @@ build_clickhouse() {
   [[ -n "$lib" ]] || die "libchdb.so not found under node_modules/@chdb (run npm install first)"
   ctx="$STATE_DIR/context-clickhouse"
   rm -rf -- "$ctx"; mkdir -p "$ctx"
-  log "building $CLICKHOUSE_IMAGE from $lib"
+  log "$CLICKHOUSE_IMAGE: $lib"
   ln -- "$lib" "$ctx/libchdb.so" 2>/dev/null || cp -- "$lib" "$ctx/libchdb.so"
   cp -- "$SCRIPT_DIR/clickhouse/loader.py" "$SCRIPT_DIR/containers/clickhouse-entrypoint.sh" "$ctx/"
   cat >"$ctx/Containerfile" <<EOF
@@ -216,20 +237,20 @@ USER clickhouse
 EXPOSE 8123
 ENTRYPOINT ["/usr/local/bin/clickhouse-entrypoint.sh"]
 EOF
-  podman build -q -t "$CLICKHOUSE_IMAGE" -f "$ctx/Containerfile" "$ctx" >/dev/null
-  rm -rf -- "$ctx"
+  build_context "$CLICKHOUSE_IMAGE" "$ctx" "$BASE_IMAGE"
 }
-have_image "$CLICKHOUSE_IMAGE" || timed build_clickhouse
+build_clickhouse
 
 # --- the gateway, from the project's Dockerfile ------------------------------------------------------------
 build_gateway() {
-  log "building $GATEWAY_IMAGE from the Dockerfile (NODE_IMAGE=$NODE_IMAGE)"
+  log "building $GATEWAY_IMAGE from the Dockerfile (NODE_IMAGE=$NODE_IMAGE; unchanged layers come from the cache)"
   # The host's npm cache as the build's, so a build here fetches only what the cache lacks.
-  podman build -q --build-arg "NODE_IMAGE=$NODE_IMAGE" -v "$HOME/.npm:/root/.npm" \
+  mkdir -p "$HOME/.npm"
+  podman build -q --force-rm --build-arg "NODE_IMAGE=$NODE_IMAGE" -v "$HOME/.npm:/root/.npm" \
     -t "$GATEWAY_IMAGE" -f "$REPO_ROOT/Dockerfile" "$REPO_ROOT" >/dev/null
 }
 if [[ "$SKIP" != *gateway* ]]; then
-  have_image "$GATEWAY_IMAGE" || timed build_gateway
+  timed build_gateway
 fi
 
 # --- settings for the suite and compose ---------------------------------------------------------------------

@@ -14,10 +14,10 @@ if [[ "${CONTAINERS_ENGINE:-podman}" == podman ]]; then
   started=$SECONDS
   bash scripts/containers-setup.sh >/dev/null || { log "ERROR: podman could not be set up; the container suites cannot run"; exit 1; }
   log "podman and the images ready in $((SECONDS - started)) s"
-  set -a
-  # shellcheck disable=SC1091
-  source "${CONTAINERS_STATE_DIR:-.containers}/containers.env"
-  set +a
+  # The socket and the images, as plain KEY=value lines (read as data, never run).
+  while IFS='=' read -r key value; do
+    if [[ "$key" =~ ^[A-Z_]+$ ]]; then export "$key=$value"; fi
+  done <"${CONTAINERS_STATE_DIR:-.containers}/containers.env"
   trap 'bash scripts/containers-stop.sh' EXIT
 fi
 CLI="${CONTAINER_CLI:-podman}"

@@ -118,6 +118,25 @@ async function containerRuntime() {
   }
 }
 
+/** Labels every container this process starts, so one whose start failed half-way is still found and removed. */
+const RUN_LABEL = { 'core-gateway.test': 'testcontainers', 'core-gateway.test-run': `${process.pid}-${Date.now()}` };
+
+/**
+ * Starts a container, and removes it when the start fails (a wait strategy timing out leaves a
+ * running container behind otherwise, which testcontainers does not remove without Ryuk).
+ */
+async function startLabelled<T>(start: () => Promise<T>): Promise<T> {
+  try {
+    return await start();
+  } catch (error) {
+    const client = await containerRuntime();
+    const label = `core-gateway.test-run=${RUN_LABEL['core-gateway.test-run']}`;
+    const left = await client.container.dockerode.listContainers({ all: true, filters: { label: [label] } });
+    await Promise.allSettled(left.map((c) => client.container.dockerode.getContainer(c.Id).remove({ force: true, v: true })));
+    throw error;
+  }
+}
+
 /** Resolves once something accepts TCP connections on 127.0.0.1:port. */
 async function waitForPort(port: number, timeoutMs: number): Promise<void> {
   const { connect } = await import('node:net');
@@ -158,7 +177,8 @@ async function startKafkaContainer(env: NodeJS.ProcessEnv): Promise<Pick<TestInf
   // The broker advertises the address clients reach it on, so it listens inside the container on
   // the very port mapped outside: 127.0.0.1:port is the broker on both sides of the mapping.
   const port = await freePort();
-  const kafka = await new GenericContainer(containerImages(env).kafka)
+  const kafka = await startLabelled(() => new GenericContainer(containerImages(env).kafka)
+    .withLabels(RUN_LABEL)
     .withEnvironment({
       KAFKA_NODE_ID: '1',
       KAFKA_PROCESS_ROLES: 'broker,controller',
@@ -182,10 +202,12 @@ async function startKafkaContainer(env: NodeJS.ProcessEnv): Promise<Pick<TestInf
       KAFKA_BROKER_HEARTBEAT_INTERVAL_MS: '1000',
       KAFKA_HEAP_OPTS: '-Xms256m -Xmx512m',
     })
-    .withExposedPorts({ container: port, host: port })
+    // 9092 too, though nothing uses it: the images EXPOSE it, podman lists every exposed port
+    // among the bindings, and testcontainers waits until each binding has a host port.
+    .withExposedPorts({ container: port, host: port }, 9092)
     .withWaitStrategy(Wait.forLogMessage(/Kafka Server started/))
     .withStartupTimeout(120_000)
-    .start();
+    .start());
   const container = client.container.getById(kafka.getId());
   return {
     brokers: [`127.0.0.1:${port}`],
@@ -209,12 +231,13 @@ async function startClickHouseContainer(env: NodeJS.ProcessEnv): Promise<ClickHo
   // A fixed mapping (a free port on both sides), so the server comes back on the same address
   // after the fault tests kill and restart its container.
   const port = await freePort();
-  const clickhouse = await new GenericContainer(containerImages(env).clickhouse)
+  const clickhouse = await startLabelled(() => new GenericContainer(containerImages(env).clickhouse)
+    .withLabels(RUN_LABEL)
     .withEnvironment({ CLICKHOUSE_USER: 'core', CLICKHOUSE_PASSWORD: 'core', CLICKHOUSE_DB: 'core' })
     .withExposedPorts({ container: 8123, host: port })
     .withWaitStrategy(Wait.forHttp('/ping', 8123).forStatusCode(200))
     .withStartupTimeout(120_000)
-    .start();
+    .start());
   const container = client.container.getById(clickhouse.getId());
   const ready = async () => {
     const deadline = Date.now() + 60_000;
@@ -225,11 +248,11 @@ async function startClickHouseContainer(env: NodeJS.ProcessEnv): Promise<ClickHo
       await new Promise((r) => setTimeout(r, 100));
     }
   };
-  const { takeDown, bringBack } = killableContainer(container, ready);
+  const killable = killableContainer(container, ready);
   return {
     url: `http://core:core@127.0.0.1:${port}`,
     // A paused container is stalled: its connections stay open and nothing answers.
-    server: { takeDown, bringBack, freeze: () => container.pause(), thaw: () => container.unpause() },
+    server: { takeDown: () => killable.takeDown(), bringBack: () => killable.bringBack(), freeze: () => container.pause(), thaw: () => container.unpause() },
     stop: async () => void (await clickhouse.stop({ remove: true, removeVolumes: true })),
   };
 }
