@@ -81,7 +81,8 @@ default_ulimits = [\"nofile=$nofile:$nofile\", \"nproc=$nproc:$nproc\"]
 [engine]
 runtime = \"runc\"
 "
-  if [[ "$(cat "$CONF" 2>/dev/null || true)" != "$want" ]]; then
+  # $(...) drops the file's last newline; compare without it.
+  if [[ "$(cat "$CONF" 2>/dev/null || true)" != "${want%$'\n'}" ]]; then
     log "writing $CONF (runtime runc, default ulimits nofile=$nofile nproc=$nproc)"
     "${SUDO[@]}" mkdir -p /etc/containers
     printf '%s' "$want" | "${SUDO[@]}" tee "$CONF" >/dev/null

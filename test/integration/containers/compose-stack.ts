@@ -103,6 +103,25 @@ async function hardLimit(resource: string): Promise<number> {
   return text === 'unlimited' || text === '' ? Number.POSITIVE_INFINITY : Number(text);
 }
 
+/**
+ * podman's configured default ulimits (containers.conf's default_ulimits, as
+ * scripts/containers-setup.sh writes them): a container given one --ulimit loses the others, and
+ * falls back to podman's built-in ones, which this machine refuses.
+ */
+function engineDefaultUlimits(): Record<string, { soft: number; hard: number }> {
+  if (CLI !== 'podman') return {};
+  let text = '';
+  try {
+    text = readFileSync('/etc/containers/containers.conf', 'utf8');
+  } catch {
+    return {};
+  }
+  const list = /^\s*default_ulimits\s*=\s*\[([^\]]*)\]/m.exec(text)?.[1] ?? '';
+  const limits: Record<string, { soft: number; hard: number }> = {};
+  for (const [, name, soft, hard] of list.matchAll(/"(\w+)=(\d+):(\d+)"/g)) limits[name!] = { soft: Number(soft), hard: Number(hard) };
+  return limits;
+}
+
 export interface ComposeStack {
   /** The host address of a service's published container port. */
   url(service: string, containerPort: number): string;
@@ -180,7 +199,8 @@ export async function startCompose(options: ComposeOptions): Promise<ComposeStac
         published.set(`${name}:${containerPort}`, hostPort);
         runArgs.push('-p', `127.0.0.1:${hostPort}:${containerPort}`);
       }
-      for (const [resource, limit] of Object.entries(service.ulimits ?? {})) {
+      const ulimits = service.ulimits === undefined ? {} : { ...engineDefaultUlimits(), ...service.ulimits };
+      for (const [resource, limit] of Object.entries(ulimits)) {
         // Capped at what this machine allows a process (it forbids raising a hard limit).
         const cap = await hardLimit(resource);
         const soft = Math.min(typeof limit === 'number' ? limit : limit.soft, cap);
