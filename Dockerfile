@@ -14,7 +14,9 @@ COPY schemas ./schemas
 COPY src ./src
 COPY client ./client
 COPY consumers ./consumers
-COPY scripts ./scripts
+# The TypeScript ones only (mint-token and the generators): a changed shell script does not
+# invalidate the build.
+COPY scripts/*.ts ./scripts/
 # One install: the build's dependencies, less the dev ones, are what the runtime stage copies.
 RUN npm run build && npm prune --omit=dev --no-audit --no-fund
 
