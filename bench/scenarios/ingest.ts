@@ -14,7 +14,7 @@ import { telemetry } from '../support/bench-events.js';
 import { describeEngine, ENGINE_SWEEP, preEncodedInsertRate, startKafkaEngine, type EngineConfig, type EngineTarget } from '../support/clickhouse-baselines.js';
 import type { BenchContext } from '../support/context.js';
 import { produceWarmUp, producePaced } from '../support/paced-producer.js';
-import { cpuMeter, cpuMicrosPerEvent, describeCpuPerEvent, listenerPid, portOf, type CpuBreakdown } from '../support/process-cpu.js';
+import { cpuMeter, cpuMicrosPerEvent, cpuSeconds, describeCpuPerEvent, listenerPid, portOf, type CpuBreakdown } from '../support/process-cpu.js';
 import type { Row } from '../support/results.js';
 import { assertSameEvents, ingestTiming, storedDelay, waitForRows, type IngestTiming } from '../support/stored-rows.js';
 
@@ -90,12 +90,13 @@ export async function measureIngest(ctx: BenchContext, total: number, batchSize:
 
   /** The gateway's consumer process reading `codec`'s topic into the server. */
   const ours = async (codec: Codec): Promise<IngestRun & { rssMiB: number }> => {
+    const meter = cpuMeter(pids);
     const startedAt = Date.now();
     const consumer = await consumerProcess(topicOf(codec), { CLICKHOUSE_URL: ctx.clickhouseUrl, CLICKHOUSE_DATABASE: productDb(codec) });
-    const meter = cpuMeter({ ...pids, consumer: consumer.pid });
     try {
       await waitForRows(ch, `${productDb(codec)}.events`, total, 'the consumer');
-      const cpu = meter();
+      // The consumer's CPU from its birth, start-up included, as the engine's start-up is in the server's.
+      const cpu = { ...meter(), consumer: cpuSeconds(consumer.pid) };
       return { ...(await ingestTiming(ch, `${productDb(codec)}.events`, total, startedAt)), cpu, rssMiB: consumer.rssMiB() };
     } finally {
       await consumer.stop();
