@@ -30,6 +30,8 @@ const number = (name: string, fallback: number) => Number(env[name] ?? fallback)
 const settings = {
   BENCH_SECONDS: number('BENCH_SECONDS', 10),
   BENCH_INGEST_EVENTS: number('BENCH_INGEST_EVENTS', 1_000_000),
+  BENCH_INGEST_SWEEP_EVENTS: number('BENCH_INGEST_SWEEP_EVENTS', 300_000),
+  BENCH_FRESHNESS_SECONDS: number('BENCH_FRESHNESS_SECONDS', 20),
   BENCH_FEED_SIZES: env['BENCH_FEED_SIZES'] ?? '1000000,10000000',
   BENCH_FEED_SCALE_SIZES: env['BENCH_FEED_SCALE_SIZES'] ?? '1000000,100000000',
   BENCH_EMBEDDED_EVENTS: number('BENCH_EMBEDDED_EVENTS', 100_000),
@@ -61,7 +63,7 @@ try {
   };
   const steps: Record<string, () => Promise<Row[]>> = {
     commands: () => measureCommands(ctx),
-    ingest: () => measureIngest(ctx, settings.BENCH_INGEST_EVENTS, settings.INGEST_BATCH_SIZE),
+    ingest: () => measureIngest(ctx, settings.BENCH_INGEST_EVENTS, settings.INGEST_BATCH_SIZE, Math.min(settings.BENCH_INGEST_SWEEP_EVENTS, settings.BENCH_INGEST_EVENTS), settings.BENCH_FRESHNESS_SECONDS),
     feed: () => measureFeed(ctx, settings.BENCH_FEED_SIZES.split(',').map(Number)),
     'feed-scale': () => measureFeedAtScale(ctx, settings.BENCH_FEED_SCALE_SIZES.split(',').map(Number), settings.INGEST_BATCH_SIZE),
     embedded: () => measureEmbedded(ctx, settings.BENCH_EMBEDDED_EVENTS),
