@@ -14,25 +14,35 @@ import { measureCeiling } from './scenarios/ceiling.js';
 import { measureCommands } from './scenarios/commands.js';
 import { measureEmbedded } from './scenarios/embedded.js';
 import { measureFeed } from './scenarios/feed.js';
+import { measureFeedAtScale } from './scenarios/feed-scale.js';
 import { measureIngest } from './scenarios/ingest.js';
 import { measureMemory } from './scenarios/memory.js';
+import { measureTail } from './scenarios/tail.js';
 import { newSecret, type BenchContext } from './support/context.js';
 import { markdownTable, record, type Row } from './support/results.js';
 
-const DEFAULT_SCENARIOS = ['commands', 'ingest', 'feed', 'embedded', 'memory'];
+const DEFAULT_SCENARIOS = ['commands', 'ingest', 'feed', 'embedded', 'memory', 'tail'];
+/** Scenarios run only when named: feed-scale writes 100M events and waits for their merges (about an hour here). */
+const NAMED_SCENARIOS = ['feed-scale'];
 const env = process.env;
 const number = (name: string, fallback: number) => Number(env[name] ?? fallback);
 
 const settings = {
   BENCH_SECONDS: number('BENCH_SECONDS', 10),
   BENCH_INGEST_EVENTS: number('BENCH_INGEST_EVENTS', 1_000_000),
+  BENCH_INGEST_SWEEP_EVENTS: number('BENCH_INGEST_SWEEP_EVENTS', 300_000),
+  BENCH_FRESHNESS_SECONDS: number('BENCH_FRESHNESS_SECONDS', 20),
   BENCH_FEED_SIZES: env['BENCH_FEED_SIZES'] ?? '1000000,10000000',
+  BENCH_FEED_SCALE_SIZES: env['BENCH_FEED_SCALE_SIZES'] ?? '1000000,100000000',
   BENCH_EMBEDDED_EVENTS: number('BENCH_EMBEDDED_EVENTS', 100_000),
   BENCH_SOAK_SECONDS: number('BENCH_SOAK_SECONDS', 600),
   INGEST_BATCH_SIZE: number('INGEST_BATCH_SIZE', 50_000),
+  BENCH_TAIL_COUNTS: env['BENCH_TAIL_COUNTS'] ?? '10,1000,10000',
+  BENCH_TAIL_RATE: number('BENCH_TAIL_RATE', 200),
 };
 const scenarios = (env['BENCH_SCENARIOS'] ?? DEFAULT_SCENARIOS.join(',')).split(',').map((s) => s.trim());
-for (const s of scenarios) if (!DEFAULT_SCENARIOS.includes(s)) throw new Error(`BENCH_SCENARIOS: unknown scenario "${s}"; known: ${DEFAULT_SCENARIOS.join(', ')}`);
+const KNOWN_SCENARIOS = [...DEFAULT_SCENARIOS, ...NAMED_SCENARIOS];
+for (const s of scenarios) if (!KNOWN_SCENARIOS.includes(s)) throw new Error(`BENCH_SCENARIOS: unknown scenario "${s}"; known: ${KNOWN_SCENARIOS.join(', ')}`);
 
 console.error('bench: building dist (the processes run what npm start runs)');
 execFileSync('npm', ['run', '--silent', 'build'], { cwd: repoRoot, stdio: 'inherit' });
@@ -53,10 +63,12 @@ try {
   };
   const steps: Record<string, () => Promise<Row[]>> = {
     commands: () => measureCommands(ctx),
-    ingest: () => measureIngest(ctx, settings.BENCH_INGEST_EVENTS, settings.INGEST_BATCH_SIZE),
+    ingest: () => measureIngest(ctx, settings.BENCH_INGEST_EVENTS, settings.INGEST_BATCH_SIZE, Math.min(settings.BENCH_INGEST_SWEEP_EVENTS, settings.BENCH_INGEST_EVENTS), settings.BENCH_FRESHNESS_SECONDS),
     feed: () => measureFeed(ctx, settings.BENCH_FEED_SIZES.split(',').map(Number)),
+    'feed-scale': () => measureFeedAtScale(ctx, settings.BENCH_FEED_SCALE_SIZES.split(',').map(Number), settings.INGEST_BATCH_SIZE),
     embedded: () => measureEmbedded(ctx, settings.BENCH_EMBEDDED_EVENTS),
     memory: () => measureMemory(ctx, settings.BENCH_SOAK_SECONDS),
+    tail: () => measureTail(ctx, settings.BENCH_TAIL_COUNTS.split(',').map(Number), settings.BENCH_TAIL_RATE),
   };
   for (const name of scenarios) {
     console.error(`bench: ${name}`);

@@ -305,7 +305,8 @@ launch_node() {
   printf '\n==== %s start: ROLE=%s on 127.0.0.1:%s\n' "$(date -u +%FT%TZ)" "${NODE_ROLE[$name]}" "${NODE_PORT[$name]}" >>"$log_file"
   (
     cd "$REPO_ROOT"
-    export ROLE="${NODE_ROLE[$name]}" PORT="${NODE_PORT[$name]}" HOST=127.0.0.1 \
+    # TRUSTED_PROXIES: the balancer reaches the gateways over loopback, and its X-Forwarded-For names the caller.
+    export ROLE="${NODE_ROLE[$name]}" PORT="${NODE_PORT[$name]}" HOST=127.0.0.1 TRUSTED_PROXIES=127.0.0.1 \
            KAFKA_BROKERS CLICKHOUSE_URL CURSOR_SECRET CORE_GATEWAY_STACK="$STACK_DIR/$name"
     [[ -z "$DEV_SECRET_FILE" ]] || export AUTH_JWT_SECRET
     # shellcheck disable=SC2016  # $$ and $@ belong to the inner bash, which becomes node
@@ -420,6 +421,10 @@ defaults
 
 frontend api
     bind 127.0.0.1:$LB_PORT
+    # The gateways count failed authentications by client address: they must see the
+    # caller's, not this balancer's (TRUSTED_PROXIES names this hop to them). Set, not
+    # appended: this balancer is the edge, so what a caller claims in its own header is dropped.
+    http-request set-header X-Forwarded-For %[src]
     default_backend gateways
 
 backend gateways

@@ -1,5 +1,7 @@
 import { execFile } from 'node:child_process';
-import { resolve } from 'node:path';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { repoRoot } from '../../test/support/processes.js';
 
 /** One load run as autocannon reports it; latencies in milliseconds. */
@@ -53,9 +55,24 @@ export function autocannon(spec: LoadSpec): Promise<LoadRun> {
  * Like autocannon(), but each request takes the next of `urls` (GET, in turn, all on one
  * origin), through autocannon's API in a process of its own (bench/support/varied-load.ts).
  */
-export function variedAutocannon(spec: { readonly urls: readonly string[]; readonly headers?: Readonly<Record<string, string>>; readonly connections: number; readonly seconds: number }): Promise<LoadRun> {
-  const json = JSON.stringify({ urls: spec.urls, headers: spec.headers ?? {}, connections: spec.connections, seconds: spec.seconds });
-  return runLoad(process.execPath, ['--import', 'tsx', resolve(repoRoot, 'bench', 'support', 'varied-load.ts'), json]);
+export async function variedAutocannon(spec: {
+  readonly urls: readonly string[];
+  /** The ORG-ID of each URL, in step with `urls`. */
+  readonly orgIds?: readonly string[];
+  readonly headers?: Readonly<Record<string, string>>;
+  readonly connections: number;
+  readonly seconds: number;
+}): Promise<LoadRun> {
+  const json = JSON.stringify({ urls: spec.urls, orgIds: spec.orgIds, headers: spec.headers ?? {}, connections: spec.connections, seconds: spec.seconds });
+  // One argument holds at most 128 KiB on Linux: a long URL list goes through a file.
+  const dir = mkdtempSync(join(tmpdir(), 'varied-load-'));
+  const file = join(dir, 'spec.json');
+  writeFileSync(file, json);
+  try {
+    return await runLoad(process.execPath, ['--import', 'tsx', resolve(repoRoot, 'bench', 'support', 'varied-load.ts'), `@${file}`]);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
 
 /**

@@ -7,14 +7,56 @@ import type { CanonicalEvent } from '../../src/generated/schema-types.js';
 import { storableEvent } from '../../src/store/event-rows.js';
 import { eventRowText } from '../../src/store/event-row-text.js';
 import { INSERT_SETTINGS, jsonEachRowBody } from '../../src/store/sql-transport.js';
-import { waitFor } from '../../test/support/wait-for.js';
 
-/** ClickHouse's Kafka engine at its defaults (one consumer), and as tuned: two consumers, a thread each. */
-export const ENGINE_VARIANTS = {
-  default: { consumers: 1, threadPerConsumer: 0 },
-  tuned: { consumers: 2, threadPerConsumer: 1 },
-} as const;
-export type EngineVariant = keyof typeof ENGINE_VARIANTS;
+/**
+ * One configuration of ClickHouse's Kafka engine. What is left out keeps the engine's
+ * default: kafka_max_block_size = max_insert_block_size (about a million rows),
+ * kafka_flush_interval_ms = stream_flush_interval_ms (7.5 s), kafka_poll_max_batch_size =
+ * the block size, kafka_poll_timeout_ms = stream_poll_timeout_ms (500 ms).
+ */
+export interface EngineConfig {
+  readonly consumers: number;
+  readonly threadPerConsumer: 0 | 1;
+  readonly maxBlockSize?: number;
+  readonly flushIntervalMs?: number;
+  readonly pollMaxBatchSize?: number;
+  readonly pollTimeoutMs?: number;
+}
+
+const SETTING_NAMES: Readonly<Record<keyof EngineConfig, string>> = {
+  consumers: 'kafka_num_consumers',
+  threadPerConsumer: 'kafka_thread_per_consumer',
+  maxBlockSize: 'kafka_max_block_size',
+  flushIntervalMs: 'kafka_flush_interval_ms',
+  pollMaxBatchSize: 'kafka_poll_max_batch_size',
+  pollTimeoutMs: 'kafka_poll_timeout_ms',
+};
+
+function engineSettings(config: EngineConfig): string[] {
+  return (Object.keys(SETTING_NAMES) as (keyof EngineConfig)[]).filter((k) => config[k] !== undefined).map((k) => `${SETTING_NAMES[k]} = ${config[k]}`);
+}
+
+/** "kafka_num_consumers = 2, kafka_thread_per_consumer = 1, kafka_max_block_size = 65536 (others at their defaults)". */
+export function describeEngine(config: EngineConfig): string {
+  const set = engineSettings(config);
+  return `${set.join(', ')}${set.length < Object.keys(SETTING_NAMES).length ? ' (others at their defaults)' : ''}`;
+}
+
+/**
+ * The throughput settings swept once per run, a coarse grid: the defaults; two consumers,
+ * a thread each (this machine has two cores; the engine refuses more consumers than
+ * cores); blocks and flushes from the ones users pick for throughput (64 Ki rows, 0.5 s)
+ * to the defaults' million rows and 7.5 s; a poll batch smaller than the block.
+ */
+export const ENGINE_SWEEP: readonly EngineConfig[] = [
+  { consumers: 1, threadPerConsumer: 0 },
+  { consumers: 2, threadPerConsumer: 1 },
+  { consumers: 1, threadPerConsumer: 1, maxBlockSize: 65_536, flushIntervalMs: 500 },
+  { consumers: 2, threadPerConsumer: 1, maxBlockSize: 65_536, flushIntervalMs: 500 },
+  { consumers: 2, threadPerConsumer: 1, maxBlockSize: 262_144, flushIntervalMs: 1000 },
+  { consumers: 2, threadPerConsumer: 1, maxBlockSize: 262_144, flushIntervalMs: 1000, pollMaxBatchSize: 16_384 },
+  { consumers: 2, threadPerConsumer: 0, maxBlockSize: 262_144, flushIntervalMs: 1000 },
+];
 
 /** The store's columns the engine reads from a message: every column of `events` but the one the table fills itself. */
 async function messageColumns(ch: ClickHouseClient, productDb: string): Promise<string> {
@@ -27,72 +69,48 @@ async function messageColumns(ch: ClickHouseClient, productDb: string): Promise<
   return columns.map((c) => `${c.name} ${c.type}`).join(', ');
 }
 
-/** count() and a checksum of the distinct events, to show two tables hold the same events. */
-async function contents(ch: ClickHouseClient, table: string): Promise<string> {
-  const result = await ch.query({
-    query: `SELECT count() AS events, sum(h) AS checksum FROM (SELECT DISTINCT cityHash64(org_id, project_id, occurred_at, id, device_id, payload) AS h FROM ${table})`,
-    format: 'JSONEachRow',
-  });
-  return JSON.stringify(await result.json());
+export interface EngineTarget {
+  readonly brokers: readonly string[];
+  readonly topic: string;
+  /** The product's database: its `events` table is copied (`CREATE TABLE … AS events`: the same engine, indexes and projection). */
+  readonly productDb: string;
+  /** The database of the engine's tables; created when missing. */
+  readonly db: string;
+  /** Distinct per run of the engine within `db`. */
+  readonly name: string;
 }
 
 /**
- * Events/s of ClickHouse's Kafka engine reading the topic into a copy of the product's
- * `events` table (`CREATE TABLE … AS events`: the same engine, indexes and projection)
- * through a materialized view, on the same server: every event over the time from the
- * view's creation (when the engine starts consuming) to the moment the copy holds them
- * all, polled every 100 ms. The engine writes in blocks of up to a million rows or 7.5 s,
- * so a rate from its first stored row would leave out most of its time. The copy must
- * then hold the same events as the product's table, or the figure is not comparable and
- * the run fails.
+ * ClickHouse's Kafka engine reading `topic` through a materialized view into
+ * `<db>.events_<name>`, from the topic's start. `startedAt` is just before the view's
+ * creation, when the engine starts consuming. stop() drops the view and the Kafka table:
+ * a Kafka table consumes for as long as it exists, and the next run must have the
+ * broker and the server to itself.
  */
-export async function kafkaEngineRate(options: {
-  readonly url: string;
-  readonly brokers: readonly string[];
-  readonly topic: string;
-  readonly productDb: string;
-  readonly db: string;
-  readonly variant: EngineVariant;
-  readonly total: number;
-}): Promise<number> {
-  const { consumers, threadPerConsumer } = ENGINE_VARIANTS[options.variant];
-  const ch = createClient({ url: options.url });
-  const copy = `${options.db}.events_${options.variant}`;
-  const queue = `${options.db}.queue_${options.variant}`;
-  const view = `${options.db}.mv_${options.variant}`;
-  try {
-    await ch.command({ query: `CREATE DATABASE IF NOT EXISTS ${options.db}` });
-    await ch.command({ query: `CREATE TABLE ${copy} AS ${options.productDb}.events` });
-    // Typed columns read straight from each message, timestamps best-effort: the engine's cheapest path for these events.
-    await ch.command({
-      query: `CREATE TABLE ${queue} (${await messageColumns(ch, options.productDb)}) ENGINE = Kafka SETTINGS
-        kafka_broker_list = '${options.brokers.join(',')}', kafka_topic_list = '${options.topic}',
-        kafka_group_name = '${options.db}_${options.variant}', kafka_format = 'JSONEachRow',
-        kafka_num_consumers = ${consumers}, kafka_thread_per_consumer = ${threadPerConsumer},
-        date_time_input_format = 'best_effort', input_format_json_read_objects_as_strings = 1`,
-    });
-    const startedAt = Date.now();
-    await ch.command({ query: `CREATE MATERIALIZED VIEW ${view} TO ${copy} AS SELECT * FROM ${queue}` });
-    const last = await waitFor(
-      `the Kafka engine (${options.variant}) to store ${options.total} events`,
-      async () => {
-        const result = await ch.query({ query: `SELECT count() AS n FROM ${copy}`, format: 'JSONEachRow' });
-        const count = Number((await result.json<{ n: string }>())[0]!.n);
-        return count >= options.total ? Date.now() : undefined;
-      },
-      30 * 60_000,
-      100,
-    );
-    // A Kafka table consumes for as long as it exists; the next variant must have the broker to itself.
-    await ch.command({ query: `DROP VIEW ${view}` });
-    await ch.command({ query: `DROP TABLE ${queue}` });
-    const [ours, theirs] = [await contents(ch, `${options.productDb}.events`), await contents(ch, copy)];
-    if (ours !== theirs) throw new Error(`the Kafka engine's copy holds ${theirs}, the product's table ${ours}: not the same events`);
-    return Math.round(options.total / ((last - startedAt) / 1000));
-  } finally {
-    await ch.command({ query: `DROP DATABASE IF EXISTS ${options.db}` }).catch(() => undefined);
-    await ch.close();
-  }
+export async function startKafkaEngine(ch: ClickHouseClient, target: EngineTarget, config: EngineConfig): Promise<{ readonly copy: string; readonly startedAt: number; stop(): Promise<void> }> {
+  const copy = `${target.db}.events_${target.name}`;
+  const queue = `${target.db}.queue_${target.name}`;
+  const view = `${target.db}.mv_${target.name}`;
+  await ch.command({ query: `CREATE DATABASE IF NOT EXISTS ${target.db}` });
+  await ch.command({ query: `CREATE TABLE ${copy} AS ${target.productDb}.events` });
+  // Typed columns read straight from each message, timestamps best-effort: the engine's cheapest path for these events.
+  await ch.command({
+    query: `CREATE TABLE ${queue} (${await messageColumns(ch, target.productDb)}) ENGINE = Kafka SETTINGS
+      kafka_broker_list = '${target.brokers.join(',')}', kafka_topic_list = '${target.topic}',
+      kafka_group_name = '${target.db}_${target.name}', kafka_format = 'JSONEachRow',
+      ${engineSettings(config).join(', ')},
+      date_time_input_format = 'best_effort', input_format_json_read_objects_as_strings = 1`,
+  });
+  const startedAt = Date.now();
+  await ch.command({ query: `CREATE MATERIALIZED VIEW ${view} TO ${copy} AS SELECT * FROM ${queue}` });
+  return {
+    copy,
+    startedAt,
+    async stop() {
+      await ch.command({ query: `DROP VIEW IF EXISTS ${view}` });
+      await ch.command({ query: `DROP TABLE IF EXISTS ${queue}` });
+    },
+  };
 }
 
 /**

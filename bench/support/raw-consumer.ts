@@ -7,7 +7,9 @@
  */
 import { randomUUID } from 'node:crypto';
 import { Kafka, logLevel } from 'kafkajs';
+import { registerCompressionCodecs } from '../../src/kafka/compression-codecs.js';
 
+registerCompressionCodecs();
 const [brokers = '', topic = '', expected = '0'] = process.argv.slice(2);
 const kafka = new Kafka({ clientId: 'bench-raw-consumer', brokers: brokers.split(','), logLevel: logLevel.NOTHING });
 const consumer = kafka.consumer({ groupId: `bench-raw-${randomUUID()}`, maxBytes: 64 * 1024 * 1024, maxBytesPerPartition: 16 * 1024 * 1024 });

@@ -1,5 +1,5 @@
 import { createPublicKey, type KeyObject } from 'node:crypto';
-import { jwtVerify, type JWTVerifyGetKey } from 'jose';
+import { jwtVerify, type JWTPayload, type JWTVerifyGetKey } from 'jose';
 import { AppError } from '../errors/app-error.js';
 import { createJwksKeys, type JwksSource } from './jwks-keys.js';
 import { principalFromClaims, type Principal } from './principal.js';
@@ -19,6 +19,8 @@ export type VerificationKey =
 
 export const JWKS_DEFAULTS = { timeoutMs: 2000, cooldownMs: 30_000, maxAgeMs: 600_000 } as const;
 export const DEFAULT_CLOCK_TOLERANCE_SECONDS = 30;
+/** The longest `exp - iat` accepted unless configured (AUTH_MAX_TOKEN_LIFETIME_S): a day (docs/decisions/auth-keys.md). */
+export const DEFAULT_MAX_LIFETIME_SECONDS = 86_400;
 /** See createVerifiedTokenCache: a minute bounds how long a withdrawn JWKS key outlives its fetch. */
 export const TOKEN_CACHE_DEFAULTS = { maxEntries: 10_000, maxAgeMs: 60_000 } as const;
 
@@ -26,8 +28,12 @@ export interface TokenVerifierOptions {
   readonly key: VerificationKey;
   readonly issuer?: string | undefined;
   readonly audience?: string | undefined;
-  /** Allowed clock skew for exp and nbf, in seconds. */
+  /** Allowed clock skew for exp, nbf and iat, in seconds. */
   readonly clockToleranceSeconds?: number;
+  /** The longest lifetime accepted: `exp - iat`, or `exp - now` for a token without `iat`. */
+  readonly maxLifetimeSeconds?: number;
+  /** The `typ` header every token must carry (RFC 8725, 3.11), compared as jose does; undefined checks none. */
+  readonly tokenType?: string | undefined;
   /** The verifier's clock, in epoch milliseconds; tests set it instead of sleeping. */
   readonly now?: () => number;
   /** How JWKS keys are fetched, the global fetch unless set; tests count the fetches. */
@@ -39,6 +45,8 @@ export interface TokenVerifierOptions {
 export interface TokenVerifier {
   /** Verifies a bearer token and reads its claims; throws AppError UNAUTHENTICATED (or 503 when keys cannot be fetched). */
   verify(token: string): Promise<Principal>;
+  /** The caller of a token verified recently and still valid, without any key operation; undefined otherwise. */
+  cached(token: string): Principal | undefined;
 }
 
 const ASYMMETRIC = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'];
@@ -69,6 +77,7 @@ export function algorithmsForPublicKey(key: KeyObject): string[] {
 }
 
 const REASONS: Readonly<Record<string, string>> = {
+  ERR_JWT_CLAIM_VALIDATION_FAILED: 'Bearer token is invalid.',
   ERR_JWT_EXPIRED: 'Bearer token has expired.',
   ERR_JWS_SIGNATURE_VERIFICATION_FAILED: 'Bearer token signature is invalid.',
   ERR_JOSE_ALG_NOT_ALLOWED: 'Bearer token algorithm is not allowed.',
@@ -88,11 +97,30 @@ function toAuthError(error: unknown): AppError {
     const detail =
       claim === 'nbf' && reason === 'check_failed'
         ? 'Bearer token is not yet valid.'
-        : `Bearer token "${claim}" claim is not acceptable.`;
+        : reason === 'missing'
+          ? `Bearer token has no "${claim}" claim.`
+          : `Bearer token "${claim}" claim is not acceptable.`;
     return new AppError('UNAUTHENTICATED', 'Unauthorized', { detail, cause: error });
   }
   const detail = (typeof code === 'string' ? REASONS[code] : undefined) ?? 'Bearer token is invalid.';
   return new AppError('UNAUTHENTICATED', 'Unauthorized', { detail, cause: error });
+}
+
+function timeRefused(detail: string): AppError {
+  return new AppError('UNAUTHENTICATED', 'Unauthorized', { detail });
+}
+
+/**
+ * What jose leaves to us (RFC 8725, 3.10): jose checks exp and nbf, and iat only for a
+ * type; a token issued in the future or living longer than the deployment allows would
+ * otherwise pass. Without iat the remaining life counts, so leaving iat out gains nothing.
+ */
+function checkTimes(payload: JWTPayload, nowMs: number, toleranceSeconds: number, maxLifetimeSeconds: number): void {
+  const now = nowMs / 1000;
+  const { exp, iat } = payload;
+  if (iat !== undefined && iat > now + toleranceSeconds) throw timeRefused('Bearer token was issued in the future.');
+  const lifetime = exp! - (iat ?? now);
+  if (lifetime > maxLifetimeSeconds) throw timeRefused(`Bearer token lives longer than the ${maxLifetimeSeconds} s this API accepts.`);
 }
 
 export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifier {
@@ -124,15 +152,21 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
   const verifyOptions = {
     algorithms,
     clockTolerance: options.clockToleranceSeconds ?? DEFAULT_CLOCK_TOLERANCE_SECONDS,
-    requiredClaims: ['sub'],
+    // RFC 8725, 3.10 and 4.10: a token without exp would be valid until its key is rotated.
+    requiredClaims: ['sub', 'exp'],
+    ...(options.tokenType === undefined ? {} : { typ: options.tokenType }),
     ...(options.issuer === undefined ? {} : { issuer: options.issuer }),
     ...(options.audience === undefined ? {} : { audience: options.audience }),
   };
   const clock = options.now ?? Date.now;
   const toleranceMs = verifyOptions.clockTolerance * 1000;
+  const maxLifetimeSeconds = options.maxLifetimeSeconds ?? DEFAULT_MAX_LIFETIME_SECONDS;
   const cacheOptions = options.cache ?? TOKEN_CACHE_DEFAULTS;
   const cache = cacheOptions === false ? undefined : createVerifiedTokenCache({ ...cacheOptions, now: clock });
   return {
+    cached(token) {
+      return cache?.get(token);
+    },
     async verify(token) {
       const cached = cache?.get(token);
       if (cached !== undefined) return cached;
@@ -143,9 +177,10 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
           typeof key === 'function'
             ? await jwtVerify(token, key, checkOptions)
             : await jwtVerify(token, key, checkOptions);
+        checkTimes(payload, clock(), verifyOptions.clockTolerance, maxLifetimeSeconds);
         const principal = principalFromClaims(payload);
-        // jose refuses a token from exp + tolerance on; a token without exp is bounded by the cache's max age.
-        cache?.set(token, principal, payload.exp === undefined ? Number.POSITIVE_INFINITY : payload.exp * 1000 + toleranceMs);
+        // jose refuses a token from exp + tolerance on (and requires exp).
+        cache?.set(token, principal, payload.exp! * 1000 + toleranceMs);
         return principal;
       } catch (error) {
         throw toAuthError(error);

@@ -10,6 +10,15 @@ export interface CommandMessage {
   readonly headers: Readonly<Record<string, string>>;
 }
 
+/**
+ * Where the command became durable: its Kafka partition and offset, or none on the
+ * embedded bus, which has no offsets (its command log row is the record).
+ */
+export interface PublishAck {
+  readonly partition: number | null;
+  readonly offset: string | null;
+}
+
 export interface PublishRequest {
   /** The command; its canonical event is derived from it on the way into the store (command-event.ts). */
   readonly command: CommandMessage;
@@ -22,6 +31,6 @@ export interface PublishRequest {
  * adapter's time bound.
  */
 export interface CommandPublisher {
-  publish(request: PublishRequest): Promise<void>;
+  publish(request: PublishRequest): Promise<PublishAck>;
   close(): Promise<void>;
 }

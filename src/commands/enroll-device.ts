@@ -62,6 +62,9 @@ export function buildEnrollment(input: EnrollInput, topic: string, env: CommandE
   };
 }
 
+/** How often a request waiting for another's acknowledgement reads the record again. */
+const ACK_POLL_MS = 50;
+
 const keyReused = () =>
   new AppError('IDEMPOTENCY_KEY_REUSED', 'Idempotency-Key reused', {
     detail: 'This Idempotency-Key was already used with a different request.',
@@ -69,9 +72,11 @@ const keyReused = () =>
 
 /**
  * Enrolls a device. With an Idempotency-Key, the accepted command is recorded before it
- * is published, and a retry republishes that same command (same id, same time) and
- * answers as before: a crash anywhere in between loses nothing, and the copy a retry may
- * add carries the command_id that consumers and the feed fold (docs/decisions/idempotency.md).
+ * is published, and Kafka's acknowledgement (partition, offset) is recorded after. A retry
+ * answers as before; it publishes nothing once the acknowledgement is recorded, and only
+ * a claim without one (a crash or a 503 between claim and acknowledgement) is published
+ * again, as the same command (same id, same time), which consumers and the feed fold
+ * (docs/decisions/idempotency.md).
  *
  * Requests with one key that overlap in this process share one flight: one command, one
  * answer. Across processes the idempotency store decides: with Keeper its claim is a
@@ -83,15 +88,35 @@ export function createEnrollDevice(deps: {
   idempotency: IdempotencyStore;
   topic: string;
   env: CommandEnvironment;
+  /**
+   * How long a publish may take before its request gives up (COMMAND_TIMEOUT_MS plus a
+   * margin): a claim without an acknowledgement younger than this may still be publishing.
+   */
+  publishWindowMs: number;
+  /** Hears of an acknowledgement the idempotency store could not record (for a log line). */
+  onAckNotRecorded?: (error: unknown) => void;
 }): EnrollDevice {
   const inFlight = new Map<string, { readonly digest: string; readonly answer: Promise<EnrollmentAccepted> }>();
 
   async function enrollOnce(input: EnrollInput, ref: IdempotencyKeyRef, digest: string): Promise<EnrollmentAccepted> {
     const mine = buildEnrollment(input, deps.topic, deps.env, keyedCommandId(ref, digest));
-    const first = await deps.idempotency.claim(ref, { fingerprint: digest, record: JSON.stringify(mine) });
+    const entry = { fingerprint: digest, record: JSON.stringify(mine) };
+    let first = await deps.idempotency.claim(ref, entry);
     if (first.fingerprint !== digest) throw keyReused();
+    // Another request's claim, young enough that its publish may still be under way: wait
+    // for its acknowledgement rather than send a copy beside it. Past the publish's own
+    // time bound that request has answered 503 or died, and its claim is published here.
+    while (first.ack === undefined && first.record !== entry.record && (first.ageMs ?? Infinity) < deps.publishWindowMs) {
+      await new Promise((resolve) => setTimeout(resolve, ACK_POLL_MS));
+      first = await deps.idempotency.claim(ref, entry);
+    }
     const accepted = JSON.parse(first.record) as AcceptedEnrollment;
-    await deps.publisher.publish(accepted.publish);
+    // Acknowledged before: the command is on its topic, and a retry must not add a copy.
+    if (first.ack !== undefined) return accepted.response;
+    const ack = await deps.publisher.publish(accepted.publish);
+    // The command is durable whatever happens here: a record that failed to note the
+    // acknowledgement only lets a later retry publish the same command_id again.
+    await deps.idempotency.acknowledge(ref, digest, JSON.stringify(ack)).catch((error: unknown) => deps.onAckNotRecorded?.(error));
     return accepted.response;
   }
 

@@ -52,8 +52,9 @@ export function createInProcessCommandPublisher(deps: InProcessCommandPublisherD
     },
   );
   return {
-    publish(request) {
-      return writes.write([request]);
+    async publish(request) {
+      await writes.write([request]);
+      return { partition: null, offset: null };
     },
     async close() {
       await writes.drain();

@@ -1,6 +1,6 @@
-import type { Kafka, Producer } from 'kafkajs';
+import type { Kafka, Producer, RecordMetadata } from 'kafkajs';
 import { AppError } from '../errors/app-error.js';
-import { partitionLedger, sendCompletely } from '../kafka/complete-send.js';
+import { partitionLedger, sendCompletely, type PartitionLedger } from '../kafka/complete-send.js';
 import { compressionType, type CompressionName } from '../kafka/compression-codecs.js';
 import { toKafkaError } from '../kafka/kafka-errors.js';
 import { limitOf, recordBytes, sendBudget, type MessageLimits } from '../kafka/message-bytes.js';
@@ -8,7 +8,7 @@ import type { Logger } from '../observability/logger.js';
 import type { GatewayMetrics } from '../metrics/gateway-metrics.js';
 import { createGroupCommit, type GroupCommit } from '../concurrency/group-commit.js';
 import { REQUEST_ID_MESSAGE_HEADER } from './command-context.js';
-import type { CommandPublisher, PublishRequest } from './command-publisher.js';
+import type { CommandPublisher, PublishAck, PublishRequest } from './command-publisher.js';
 
 export interface KafkaCommandPublisherOptions {
   readonly kafka: Kafka;
@@ -37,6 +37,8 @@ interface Pending {
   readonly bytes: number;
   /** Set when the caller stopped waiting; such a request is not sent. */
   expired: boolean;
+  /** Set once Kafka acknowledged it: where it was written. */
+  ack?: PublishAck;
 }
 
 const MAX_REQUESTS_PER_SEND = 1000;
@@ -49,6 +51,27 @@ const MAX_REQUESTS_PER_SEND = 1000;
  * at one second, so sends resume within a second of a broker's return.
  */
 const PRODUCER_RETRY = { retries: Number.MAX_SAFE_INTEGER, initialRetryTime: 100, maxRetryTime: 1000 };
+
+/**
+ * Each request's partition and offset. A partition's messages are sent together, in the
+ * order of the send, in the one try whose answer names the partition (sendCompletely sends
+ * a left-out partition's messages again as a whole), so the n-th of them is at the
+ * answer's baseOffset + n. The Idempotency-Key record keeps it (src/commands/enroll-device.ts).
+ */
+function noteOffsets(live: readonly Pending[], sent: ReadonlyMap<Pending, OutgoingMessage>, answers: readonly RecordMetadata[], ledger: PartitionLedger): void {
+  const base = new Map<string, bigint>();
+  for (const a of answers) if (a.baseOffset !== undefined) base.set(`${a.topicName}/${a.partition}`, BigInt(a.baseOffset));
+  const seen = new Map<string, bigint>();
+  for (const p of live) {
+    const partition = ledger.partitionOf(sent.get(p)!);
+    if (partition === undefined) continue;
+    const slot = `${p.request.command.topic}/${partition}`;
+    const first = base.get(slot);
+    const n = seen.get(slot) ?? 0n;
+    seen.set(slot, n + 1n);
+    p.ack = { partition, offset: first === undefined ? null : String(first + n) };
+  }
+}
 
 /** One idempotent producer and the requests waiting for its next send. */
 interface Lane {
@@ -99,19 +122,23 @@ function createLane(options: KafkaCommandPublisherOptions, logger: Logger, maxSe
       const live = pending.filter((p) => !p.expired);
       if (live.length === 0) return;
       const byTopic = new Map<string, OutgoingMessage[]>();
-      for (const { request, message } of live) {
-        const list = byTopic.get(request.command.topic) ?? [];
+      const sent = new Map<Pending, OutgoingMessage>();
+      for (const p of live) {
+        const list = byTopic.get(p.request.command.topic) ?? [];
         // A message object of its own per try: the ledger notes partitions by object.
-        list.push({ ...message });
-        byTopic.set(request.command.topic, list);
+        const copy = { ...p.message };
+        list.push(copy);
+        sent.set(p, copy);
+        byTopic.set(p.request.command.topic, list);
       }
       const topics = [...byTopic.keys()];
       const started = process.hrtime.bigint();
       try {
         const p = await currentProducer();
-        await sendCompletely(p, ledger, { acks: -1, compression: compressionType(options.compression), topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })) }, (missing) =>
+        const answers = await sendCompletely(p, ledger, { acks: -1, compression: compressionType(options.compression), topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })) }, (missing) =>
           logger.warn({ missing }, 'kafkajs acknowledged a send without some of its partitions; sending those again'),
         );
+        noteOffsets(live, sent, answers, ledger);
       } catch (error) {
         for (const topic of topics) options.metrics.produceErrors.inc({ topic });
         await resetProducer();
@@ -188,6 +215,7 @@ export function createKafkaCommandPublisher(options: KafkaCommandPublisherOption
       try {
         const lane = lanes[laneOf(request.command.key, lanes.length)]!;
         await Promise.race([lane.sends.write([pending]), timeout]);
+        return pending.ack ?? { partition: null, offset: null };
       } catch (error) {
         const appError = toKafkaError(error, 'publish');
         logger.warn(

@@ -3,6 +3,7 @@
  * A bad value throws ConfigError naming the variable; main() prints that one line and exits.
  * Variable names are part of the product's contract (docs/configuration.md).
  */
+import { isIP } from 'node:net';
 import { flag, optional, setAmong, type Env } from './config-env.js';
 import { ConfigError } from './config-error.js';
 import { certificatesFile, secretVariable } from './config-files.js';
@@ -83,6 +84,19 @@ export interface RateLimitConfig {
   readonly burst: number;
 }
 
+export interface TokenRulesConfig {
+  /** The longest `exp - iat` accepted (AUTH_MAX_TOKEN_LIFETIME_S). */
+  readonly maxLifetimeSeconds: number;
+  /** The `typ` header every token must carry (AUTH_TOKEN_TYPE), e.g. `at+jwt`; undefined checks none. */
+  readonly type: string | undefined;
+}
+
+/** A token bucket of failures per client address: `burst` failures at once, then `perMinute` a minute. */
+export interface AuthFailureLimitConfig {
+  readonly perMinute: number;
+  readonly burst: number;
+}
+
 /** With `ssl` and `sasl` (KAFKA_SSL..., KAFKA_SASL...: src/kafka/kafka-security-config.ts). */
 export interface KafkaConfig extends KafkaSecurityConfig {
   readonly brokers: readonly string[];
@@ -121,8 +135,16 @@ export interface Config {
   readonly auth: AuthConfig;
   readonly issuer: string | undefined;
   readonly audience: string | undefined;
-  /** Leeway for exp and nbf, for clocks that disagree with the token issuer's. */
+  /** Leeway for exp, nbf and iat, for clocks that disagree with the token issuer's. */
   readonly clockToleranceSeconds: number;
+  /** The token rules of RFC 8725 that are the deployment's to choose (docs/decisions/auth-keys.md). */
+  readonly tokens: TokenRulesConfig;
+  /** NODE_ENV says production: no start on the embedded default's development secret. */
+  readonly production: boolean;
+  /** Failed authentications per client address, limited before any key operation (AUTH_FAILURES_*); undefined: no limit. */
+  readonly authFailures: AuthFailureLimitConfig | undefined;
+  /** Peers whose X-Forwarded-For names the client (TRUSTED_PROXIES); empty: the connection's peer is the client. */
+  readonly trustedProxies: readonly string[];
   /** Key for cursor MACs; undefined means "generate one" (see src/runtime/secrets.ts). */
   readonly cursorSecret: string | undefined;
   /** Upper bound on the wait for Kafka to acknowledge a command before answering 503. */
@@ -175,6 +197,12 @@ export interface LiveTailConfig {
   readonly heartbeatMs: number;
   /** Open streams per organization on one gateway process (STREAM_MAX_PER_ORG). */
   readonly maxPerOrg: number;
+  /** Open streams per caller, the token's subject, on one gateway process (STREAM_MAX_PER_CALLER). */
+  readonly maxPerCaller: number;
+  /** Open streams on one gateway process in all (STREAM_MAX_PER_PROCESS). */
+  readonly maxPerProcess: number;
+  /** Bytes a stream may queue for a client that does not read them before it is closed (STREAM_MAX_BUFFER_BYTES). */
+  readonly maxBufferBytes: number;
 }
 
 
@@ -304,6 +332,37 @@ function parseRateLimit(env: Env): RateLimitConfig | undefined {
   return { perSecond, burst: integer(env, 'RATE_LIMIT_BURST', perSecond, 1, 1_000_000) };
 }
 
+function parseAuthFailures(env: Env): AuthFailureLimitConfig | undefined {
+  // 60 a minute after a burst of 30: a person mistyping or a client with a stale token never
+  // meets it, and a flood of forged tokens from one address costs one verification a second.
+  const perMinute = integer(env, 'AUTH_FAILURES_PER_MINUTE', 60, 0, 1_000_000);
+  if (perMinute === 0) {
+    if (optional(env, 'AUTH_FAILURES_BURST') !== undefined) throw new ConfigError('AUTH_FAILURES_BURST', 'applies only with AUTH_FAILURES_PER_MINUTE above 0');
+    return undefined;
+  }
+  return { perMinute, burst: integer(env, 'AUTH_FAILURES_BURST', 30, 1, 1_000_000) };
+}
+
+/** TRUSTED_PROXIES: addresses or CIDR blocks (IPv4 or IPv6) of the proxies whose X-Forwarded-For is believed. */
+function parseTrustedProxies(env: Env): string[] {
+  const entries = list(env, 'TRUSTED_PROXIES') ?? [];
+  for (const entry of entries) {
+    const [address, prefix, extra] = entry.split('/');
+    const family = isIP(address ?? '');
+    const bits = family === 6 ? 128 : 32;
+    if (family === 0 || extra !== undefined || (prefix !== undefined && (!/^\d{1,3}$/.test(prefix) || Number(prefix) > bits))) {
+      throw new ConfigError('TRUSTED_PROXIES', `"${entry}" is not an IP address or CIDR block`);
+    }
+  }
+  return entries;
+}
+
+/** NODE_ENV=production, as Node tooling and the Dockerfile spell it, or prod, in any case. */
+function isProduction(env: Env): boolean {
+  const value = optional(env, 'NODE_ENV')?.toLowerCase();
+  return value === 'production' || value === 'prod';
+}
+
 function parseCluster(env: Env): ClickHouseConfig['cluster'] {
   const name = optional(env, 'CLICKHOUSE_CLUSTER');
   const replicated = optional(env, 'CLICKHOUSE_CLUSTER_REPLICATED');
@@ -362,6 +421,18 @@ function parseIssuer(env: Env): string | undefined {
   return issuer ?? oidcIssuer;
 }
 
+/** AUTH_TOKEN_TYPE: a media type's subtype as JWTs carry it in `typ` (RFC 8725, 3.11), e.g. at+jwt. */
+function parseTokenType(env: Env): string | undefined {
+  const raw = optional(env, 'AUTH_TOKEN_TYPE');
+  if (raw === undefined) return undefined;
+  if (!/^[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126}(\/[A-Za-z0-9][A-Za-z0-9!#$&^_.+-]{0,126})?$/.test(raw)) {
+    throw new ConfigError('AUTH_TOKEN_TYPE', `"${raw}" is not a media type such as at+jwt`);
+  }
+  return raw;
+}
+
+const AUTH_VARIABLES = 'AUTH_JWT_SECRET (or AUTH_JWT_SECRET_FILE), AUTH_JWKS_URL, AUTH_OIDC_ISSUER or AUTH_PUBLIC_KEY';
+
 function parseAuth(env: Env, embedded: boolean): AuthConfig {
   const ways = setAmong(env, ['AUTH_JWT_SECRET', 'AUTH_JWT_SECRET_FILE', 'AUTH_JWKS_URL', 'AUTH_PUBLIC_KEY', 'AUTH_OIDC_ISSUER']);
   if (ways.length > 1) throw new ConfigError(ways.join(', '), 'set only one way to verify tokens');
@@ -407,7 +478,14 @@ function parseAuth(env: Env, embedded: boolean): AuthConfig {
   if (!embedded) {
     throw new ConfigError(
       'AUTH_JWT_SECRET',
-      'one of AUTH_JWT_SECRET (or AUTH_JWT_SECRET_FILE), AUTH_JWKS_URL, AUTH_OIDC_ISSUER or AUTH_PUBLIC_KEY is required outside the embedded default',
+      `one of ${AUTH_VARIABLES} is required outside the embedded default`,
+    );
+  }
+  if (isProduction(env)) {
+    // The development secret is a file anyone who can read DATA_DIR can mint tokens with.
+    throw new ConfigError(
+      'NODE_ENV',
+      `is production, which needs one of ${AUTH_VARIABLES}: the development secret is for development only`,
     );
   }
   return { kind: 'development' };
@@ -464,6 +542,13 @@ export function loadConfig(env: Env): Config {
     issuer: parseIssuer(env),
     audience: optional(env, 'AUTH_AUDIENCE'),
     clockToleranceSeconds: integer(env, 'AUTH_CLOCK_TOLERANCE_S', 30, 0, 300),
+    tokens: {
+      maxLifetimeSeconds: integer(env, 'AUTH_MAX_TOKEN_LIFETIME_S', 86_400, 60, 31_536_000),
+      type: parseTokenType(env),
+    },
+    production: isProduction(env),
+    authFailures: parseAuthFailures(env),
+    trustedProxies: parseTrustedProxies(env),
     cursorSecret: secretVariable(env, 'CURSOR_SECRET'),
     commandTimeoutMs: integer(env, 'COMMAND_TIMEOUT_MS', 5000, 100, 120_000),
     http: parseHttpServer(env),
@@ -474,7 +559,11 @@ export function loadConfig(env: Env): Config {
       settleMs: integer(env, 'STREAM_SETTLE_MS', 2000, 0, 600_000),
       pollMs: integer(env, 'STREAM_POLL_MS', 500, 10, 60_000),
       heartbeatMs: integer(env, 'STREAM_HEARTBEAT_MS', 15_000, 100, 300_000),
-      maxPerOrg: integer(env, 'STREAM_MAX_PER_ORG', 20, 1, 100_000),
+      // The caps follow measured memory and CPU per stream (docs/decisions/live-tail.md, "Limits").
+      maxPerOrg: integer(env, 'STREAM_MAX_PER_ORG', 1000, 1, 1_000_000),
+      maxPerCaller: integer(env, 'STREAM_MAX_PER_CALLER', 100, 1, 1_000_000),
+      maxPerProcess: integer(env, 'STREAM_MAX_PER_PROCESS', 10_000, 1, 1_000_000),
+      maxBufferBytes: integer(env, 'STREAM_MAX_BUFFER_BYTES', 262_144, 1024, 1_073_741_824),
     },
   };
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(config.logLevel)) {

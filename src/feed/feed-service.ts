@@ -1,5 +1,5 @@
 import type { CanonicalEvent, CursorPaginationMeta } from '../generated/schema-types.js';
-import type { EventStore, FeedFilters, FeedQuery, StoredEvent } from '../store/event-store.js';
+import type { EventStore, FeedFilters, FeedQuery, FeedSlice } from '../store/event-store.js';
 import type { CursorCodec } from './cursor.js';
 import { clampPageSize } from './page-size.js';
 import { createSharedReads } from './shared-reads.js';
@@ -34,7 +34,7 @@ const queryKey = (query: FeedQuery): string => JSON.stringify(query);
  * fixed work per query, not the rows it reads (docs/decisions/feed-storage.md).
  */
 export function createFeedService(deps: { store: EventStore; cursors: CursorCodec }): FeedService {
-  const reads = createSharedReads<StoredEvent[]>();
+  const reads = createSharedReads<FeedSlice>();
   return {
     async listEvents(request) {
       const scope = { orgId: request.orgId, projectId: request.projectId, filters: request.filters };
@@ -42,17 +42,18 @@ export function createFeedService(deps: { store: EventStore; cursors: CursorCode
       const limit = clampPageSize(request.limit);
       // One row past the page tells whether another page exists, without a count query.
       const query: FeedQuery = { ...scope, after, limit: limit + 1 };
-      const rows = await reads.read(queryKey(query), () => deps.store.listEvents(query));
-      const page = rows.slice(0, limit);
-      const last = page.at(-1);
-      const hasMore = rows.length > limit && last !== undefined;
+      const slice = await reads.read(queryKey(query), () => deps.store.listEvents(query));
+      const page = slice.events.slice(0, limit);
+      // Past the page: its last event. A read that stopped at its bound on work (a short
+      // page, docs/decisions/feed-storage.md) goes on below everything it looked at.
+      const next = slice.events.length > limit ? page.at(-1)?.position : slice.resumeAfter;
       return {
         items: page.map((r) => r.event),
         meta: {
           items_per_page: limit,
           count: page.length,
-          has_more: hasMore,
-          next_cursor: hasMore ? deps.cursors.encode(last.position, scope) : null,
+          has_more: next !== undefined,
+          next_cursor: next === undefined ? null : deps.cursors.encode(next, scope),
         },
       };
     },

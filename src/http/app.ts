@@ -9,6 +9,8 @@ import type { Logger } from '../observability/logger.js';
 import type { GatewayMetrics } from '../metrics/gateway-metrics.js';
 import type { ReadinessProbe } from '../observability/readiness.js';
 import type { SchemaRegistry } from '../schemas/schema-registry.js';
+import { authFailureGuard } from './auth-failure-guard.js';
+import type { ClientAddressOf } from './client-address.js';
 import { errorHandler, unmatchedRoutes } from './error-response.js';
 import { httpMetrics } from './http-metrics.js';
 import { requestContext } from './request-context.js';
@@ -34,6 +36,8 @@ export interface ApiDependencies {
   readonly updateEdgePolicy: UpdateEdgePolicy;
   /** The per-organization rate limit of the three v1 operations; undefined is no limit. */
   readonly rateLimiter: OrgRateLimiter | undefined;
+  /** Failed authentications per client address (AUTH_FAILURES_*), and who the client is; undefined is no limit. */
+  readonly authFailures: { readonly limiter: OrgRateLimiter; readonly clientAddressOf: ClientAddressOf } | undefined;
 }
 
 export interface AppDependencies {
@@ -57,12 +61,13 @@ export function createApp(deps: AppDependencies): Koa<GatewayState> {
   if (deps.withOpsRoutes) registerOpsRoutes(ops, deps.readiness, deps.metrics);
   const api = new Router<GatewayState>({ prefix: API_PREFIX });
   if (deps.api !== undefined) {
+    if (deps.api.authFailures !== undefined) api.use(authFailureGuard(deps.api.authFailures.limiter, deps.api.authFailures.clientAddressOf));
     registerOpenApiRoute(api);
     registerAsyncApiRoute(api);
-    // The three v1 operations spend the organization's tokens (RATE_LIMIT_PER_ORG).
+    // The three v1 operations and opening a live tail spend the organization's tokens (RATE_LIMIT_PER_ORG).
     const limited = { ...deps.api, rateLimit: rateLimit(deps.api.rateLimiter, deps.metrics) };
     registerEventsRoute(api, limited);
-    registerEventsStreamRoute(api, deps.api);
+    registerEventsStreamRoute(api, limited);
     registerEnrollRoute(api, limited);
     registerEdgePolicyRoute(api, limited);
   }

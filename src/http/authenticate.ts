@@ -1,5 +1,5 @@
 import type { Middleware } from 'koa';
-import { authorize, parseOrgIdHeader, type Permission, type Principal } from '../auth/principal.js';
+import { authorize, parseOrgIdHeader, type Permission } from '../auth/principal.js';
 import type { TokenVerifier } from '../auth/token-verifier.js';
 import { AppError } from '../errors/app-error.js';
 import type { GatewayState } from './state.js';
@@ -14,11 +14,50 @@ function bearerToken(header: string | undefined): string {
   return match[1]!;
 }
 
-/** 401 unless the request carries a valid bearer token and a well-formed ORG-ID; 403 unless they grant `permission`. */
+const SINGLE = ['authorization', 'org-id'] as const;
+
+/**
+ * A credential header sent twice is refused whatever the order: Node keeps the first
+ * Authorization and joins ORG-IDs, and a proxy in front may keep the last, so two readers
+ * of one request could see two callers (RFC 6750, 3.1: invalid_request, 400).
+ */
+function refuseRepeated(rawHeaders: readonly string[]): void {
+  const seen = new Set<string>();
+  const repeated: Record<string, string> = {};
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i]!.toLowerCase();
+    if (!(SINGLE as readonly string[]).includes(name)) continue;
+    if (seen.has(name)) repeated[`header.${name}`] = 'must be sent once';
+    seen.add(name);
+  }
+  if (Object.keys(repeated).length > 0) {
+    throw new AppError('VALIDATION_FAILED', 'Bad request', { detail: 'A credential header is repeated.', fields: repeated });
+  }
+}
+
+/**
+ * 400 for a repeated credential header; 401 unless the request carries a valid bearer
+ * token and a well-formed ORG-ID; 429 while the client's failed authentications are
+ * used up (src/http/auth-failure-guard.ts); 403 unless the token grants `permission`.
+ */
 export function authenticate(verifier: TokenVerifier, permission: Permission): Middleware<GatewayState> {
   return async (ctx, next) => {
+    refuseRepeated(ctx.req.rawHeaders);
+    const guard = ctx.state.authGuard;
     const token = bearerToken(ctx.get('Authorization') || undefined);
-    const principal: Principal = await verifier.verify(token);
+    let principal = verifier.cached(token);
+    if (principal === undefined) {
+      // Only a token that costs a key operation is limited and counted: a missing or
+      // malformed header is refused for nothing, and refusing it here would only let one
+      // client behind a shared address use up the others' failures.
+      guard?.admit();
+      try {
+        principal = await verifier.verify(token);
+      } catch (error) {
+        if (error instanceof AppError && error.code === 'UNAUTHENTICATED') guard?.failed();
+        throw error;
+      }
+    }
     const orgId = parseOrgIdHeader(ctx.headers['org-id']);
     authorize(principal, orgId, permission);
     ctx.state.auth = { principal, orgId };

@@ -3,10 +3,15 @@ import type { RateLimitConfig } from '../config/config.js';
 
 export type RateVerdict = { readonly allowed: true } | { readonly allowed: false; readonly retryAfterSeconds: number };
 
-/** Requests per organization on this process, as token buckets. */
+/**
+ * Requests per organization on this process, as token buckets. The failed-authentication
+ * limit (src/http/auth-failure-guard.ts) keys the same buckets by client address.
+ */
 export interface OrgRateLimiter {
   /** Takes a token from the organization's bucket, or says how many whole seconds until one is there. */
   take(orgId: string): RateVerdict;
+  /** What take() would answer, without taking: for a limit on failures, checked before the work that may fail. */
+  peek(orgId: string): RateVerdict;
   /** Organizations whose bucket is not full, and so must be remembered. */
   readonly tracked: number;
 }
@@ -45,7 +50,19 @@ export function createOrgRateLimiter(limit: RateLimitConfig, now: () => number =
     sweepAt = Math.max(SWEEP_FROM, buckets.size * 2);
   }
 
+  function verdictOf(bucket: Bucket): RateVerdict {
+    // The refills are sums of fractions: ten tenths may add up to 0.9999999999999999.
+    if (bucket.tokens >= 1 - 1e-9) return { allowed: true };
+    return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil((1 - bucket.tokens) / limit.perSecond)) };
+  }
+
   return {
+    peek(orgId) {
+      const bucket = buckets.get(orgId);
+      if (bucket === undefined) return { allowed: true };
+      refill(bucket, now());
+      return verdictOf(bucket);
+    },
     take(orgId) {
       const at = now();
       let bucket = buckets.get(orgId);
@@ -54,12 +71,9 @@ export function createOrgRateLimiter(limit: RateLimitConfig, now: () => number =
         bucket = { tokens: limit.burst, at };
         buckets.set(orgId, bucket);
       } else refill(bucket, at);
-      // The refills are sums of fractions: ten tenths may add up to 0.9999999999999999.
-      if (bucket.tokens >= 1 - 1e-9) {
-        bucket.tokens -= 1;
-        return { allowed: true };
-      }
-      return { allowed: false, retryAfterSeconds: Math.max(1, Math.ceil((1 - bucket.tokens) / limit.perSecond)) };
+      const verdict = verdictOf(bucket);
+      if (verdict.allowed) bucket.tokens -= 1;
+      return verdict;
     },
     get tracked() {
       return buckets.size;

@@ -1,4 +1,5 @@
 import type { Principal } from '../auth/principal.js';
+import type { AuthGuard } from './auth-failure-guard.js';
 import type { Logger } from '../observability/logger.js';
 import type { TraceContext } from '../observability/trace-context.js';
 
@@ -15,6 +16,8 @@ export interface RequestContext {
 /** What middleware leaves on ctx.state for the routes. */
 export interface GatewayState {
   request?: RequestContext;
+  /** Set by authFailureGuard() on the API's routes: the client's failed-authentication limit. */
+  authGuard?: AuthGuard;
   /** Set by authenticate(): the verified caller and the organization named by ORG-ID. */
   auth?: { readonly principal: Principal; readonly orgId: string };
   /** Set by a command route once its command is accepted, for the access log line. */

@@ -14,6 +14,12 @@ export interface GatewayMetrics {
   readonly deadLettered: Counter<'reason'>;
   /** Requests refused with 429 by the per-organization rate limit, by route template (never by organization: one series each would be unbounded). */
   readonly rateLimited: Counter<'route'>;
+  /** The live tail's reads of the store: `shared` (one per poll interval for every live stream), `join` (one for the streams joining it) or `own` (a stream catching up). */
+  readonly tailStoreReads: Counter<'kind'>;
+  /** Live tails the gateway closed because their client did not read (STREAM_MAX_BUFFER_BYTES). */
+  readonly tailSlowClosed: Counter;
+  /** Open live tails: `live` (fed by the shared read) or `catching_up`. */
+  readonly tailStreams: Gauge<'state'>;
 }
 
 // From a loopback answer to a slow dependency: the API answers in milliseconds, a timeout in seconds.
@@ -61,5 +67,13 @@ export function createGatewayMetrics(): GatewayMetrics {
     insertDuration: new Histogram({ name: 'ingest_insert_duration_seconds', help: 'Time of one ingest store write.', buckets: LATENCY_BUCKETS, registers }),
     deadLettered: new Counter({ name: 'ingest_dead_lettered_total', help: 'Messages sent to the dead-letter topic, by reason.', labelNames: ['reason'], registers }),
     rateLimited: new Counter({ name: 'http_rate_limited_total', help: 'Requests refused by the per-organization rate limit, by route template.', labelNames: ['route'], registers }),
+    tailStoreReads: new Counter({
+      name: 'live_tail_store_reads_total',
+      help: 'Window reads of the live tail: shared (one per poll interval for every live stream), join (one for the streams joining it) or own (a stream catching up after Last-Event-ID).',
+      labelNames: ['kind'],
+      registers,
+    }),
+    tailSlowClosed: new Counter({ name: 'live_tail_slow_closed_total', help: 'Live tails closed because their client read more slowly than events came.', registers }),
+    tailStreams: new Gauge({ name: 'live_tail_streams', help: 'Open live tails: live (fed by the shared read) or catching_up.', labelNames: ['state'], registers }),
   };
 }

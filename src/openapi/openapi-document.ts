@@ -25,7 +25,7 @@ const envelope = (data: JsonValue): JsonObject => ({
 });
 
 const ERROR_MEANINGS: Record<number, string> = {
-  400: 'Invalid request: the message names each bad field.',
+  400: 'Invalid request, or a repeated Authorization or ORG-ID header: the message names each bad field.',
   401: 'Missing or invalid credentials (bearer token or ORG-ID).',
   403: 'The token does not allow this organization or operation.',
   413: 'Body over 64 KiB.',
@@ -42,7 +42,8 @@ function errors(...statuses: number[]): JsonObject {
 /** The per-organization rate limit's answer on the three v1 operations; made anew each time, as tools that resolve $ref rewrite it in place. */
 const rateLimited = (): JsonObject => ({
   '429': {
-    description: 'The organization is over its request rate on this gateway (RATE_LIMIT_PER_ORG, when set); retry after Retry-After.',
+    description:
+      'The organization is over its request rate on this gateway (RATE_LIMIT_PER_ORG, when set), or the client has failed authentication too often (AUTH_FAILURES_PER_MINUTE); retry after Retry-After.',
     headers: { 'Retry-After': { description: 'Whole seconds, at least 1, until a request fits the rate again.', schema: { type: 'integer', minimum: 1 } } },
     ...json(ref('error-envelope.schema.json')),
   },
@@ -135,12 +136,12 @@ export function openApiDocument(): JsonObject {
           ],
           responses: {
             '200': {
-              description: 'The stream: `retry: 2000` first, then one message per event (`id:` and `data:`, no `event:` field) and heartbeat comments, until the client or the gateway closes it.',
+              description: 'The stream: `retry: 2000` first, then one message per event (`id:` and `data:`, no `event:` field) and heartbeat comments, until the client or the gateway closes it. When the gateway ends it (a client reading too slowly, a shutdown), the last message is `event: closing` with the error envelope as data and no `id:`, so the client resumes with Last-Event-ID.',
               content: { 'text/event-stream': { schema: { type: 'string' } } },
             },
             ...errors(400, 401, 403),
             '429': {
-              description: 'The organization has as many live tails open on this gateway as it may (STREAM_MAX_PER_ORG); retry after Retry-After.',
+              description: 'The caller, the organization or this gateway has as many live tails open as it may (STREAM_MAX_PER_CALLER, STREAM_MAX_PER_ORG, STREAM_MAX_PER_PROCESS), or the organization\'s request rate limit is spent (RATE_LIMIT_PER_ORG); retry after Retry-After.',
               headers: { 'Retry-After': { description: 'Seconds to wait before opening again.', schema: { type: 'integer' } } },
               ...json(ref('error-envelope.schema.json')),
             },

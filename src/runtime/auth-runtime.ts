@@ -25,5 +25,7 @@ export function createVerifier(config: Config, logger: Logger): TokenVerifier {
     issuer: config.issuer,
     audience: config.audience,
     clockToleranceSeconds: config.clockToleranceSeconds,
+    maxLifetimeSeconds: config.tokens.maxLifetimeSeconds,
+    tokenType: config.tokens.type,
   });
 }

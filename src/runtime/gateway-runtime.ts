@@ -15,7 +15,7 @@ import { createOrgRateLimiter } from '../http/org-rate-limiter.js';
 import { createEventIngestor, type EventIngestor } from '../ingest/event-ingestor.js';
 import { createKafkaReadiness } from '../kafka/kafka-readiness.js';
 import type { Logger } from '../observability/logger.js';
-import { createGatewayMetrics } from '../metrics/gateway-metrics.js';
+import { createGatewayMetrics, type GatewayMetrics } from '../metrics/gateway-metrics.js';
 import { NotReady, type ReadinessProbe } from '../observability/readiness.js';
 import { createSchemaRegistry, type SchemaRegistry } from '../schemas/schema-registry.js';
 import { createClickHouseCommandLog } from '../store/clickhouse-command-log.js';
@@ -26,6 +26,7 @@ import { createVerifier } from './auth-runtime.js';
 import { startHttpServer, type HttpServer } from './http-server.js';
 import { kafkaCommandPublisher, openKafka, runsOnKafka, startIngestConsumer, type OpenedKafka } from './kafka-runtime.js';
 import { loadOrCreateSecret } from './secrets.js';
+import { createClientAddressOf } from '../http/client-address.js';
 import { openIdempotencyStore, openStore } from './store-runtime.js';
 
 export interface Runtime {
@@ -54,20 +55,30 @@ function apiDependencies(
   config: Config,
   logger: Logger,
   env: CommandEnvironment,
-  parts: { idempotency: IdempotencyStore; store: EventStore; publisher: CommandPublisher; schemas: SchemaRegistry },
+  parts: { idempotency: IdempotencyStore; store: EventStore; publisher: CommandPublisher; schemas: SchemaRegistry; metrics: GatewayMetrics },
 ): ApiDependencies {
   return {
     verifier: createVerifier(config, logger),
     schemas: parts.schemas,
     feed: createFeedService({ store: parts.store, cursors: createCursorCodec(cursorKey(config, logger)) }),
-    liveTail: createLiveTail({ store: parts.store, settings: config.liveTail, logger }),
+    liveTail: createLiveTail({ store: parts.store, settings: config.liveTail, logger, metrics: parts.metrics }),
     enroll: createEnrollDevice({
       publisher: parts.publisher,
       idempotency: parts.idempotency,
       topic: config.topics.enrollmentCommands,
       env,
+      // The publisher's bound, plus a second for the acknowledgement's own write.
+      publishWindowMs: config.commandTimeoutMs + 1000,
+      onAckNotRecorded: (error) => logger.warn({ err: error }, 'an Idempotency-Key acknowledgement was not recorded; a retry may publish the command again'),
     }),
     rateLimiter: config.rateLimit === undefined ? undefined : createOrgRateLimiter(config.rateLimit),
+    authFailures:
+      config.authFailures === undefined
+        ? undefined
+        : {
+            limiter: createOrgRateLimiter({ perSecond: config.authFailures.perMinute / 60, burst: config.authFailures.burst }),
+            clientAddressOf: createClientAddressOf(config.trustedProxies),
+          },
     updateEdgePolicy: createUpdateEdgePolicy({ publisher: parts.publisher, topic: config.topics.edgePolicyCommands, env }),
   };
 }
@@ -135,7 +146,7 @@ export async function startRuntime(config: Config, logger: Logger, env: CommandE
       closers.push(() => publisher.close());
       const idempotency = await openIdempotencyStore(transport, config);
       logger.info({ compareAndSet: idempotency.compareAndSet }, idempotency.compareAndSet ? 'Idempotency-Key records in KeeperMap' : 'Idempotency-Key records in the idempotency_keys table');
-      api = apiDependencies(config, logger, env, { idempotency, store, publisher, schemas });
+      api = apiDependencies(config, logger, env, { idempotency, store, publisher, schemas, metrics });
     }
     const separateOps = config.opsPort !== undefined;
     let ops: HttpServer | undefined;

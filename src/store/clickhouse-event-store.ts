@@ -1,11 +1,14 @@
 import { EVENT_COLUMNS, fromEventRow, type EventRow } from './event-rows.js';
 import { eventRowText } from './event-row-text.js';
-import type { EventStore, FeedQuery, StoredEvent } from './event-store.js';
+import type { EventStore, FeedQuery, FeedSlice } from './event-store.js';
+import { feedWindows, storeTextMs, WINDOW_PLAN, windowsStart, type FeedWindow, type WindowPlan } from './feed-windows.js';
+import { createWindowHints, type WindowHints } from './window-hints.js';
 import { createClickHouseTail } from './clickhouse-tail.js';
 import { splitByPartitions } from './event-batches.js';
 import { filterConditions } from './filter-sql.js';
 import { readDistinct } from './fold-copies.js';
 import type { SqlParam, SqlParams, SqlTransport } from './sql-transport.js';
+import { NIL_UUID } from '../ids/uuid.js';
 
 /**
  * The feed predicate is written `occurred_at <= t AND (occurred_at < t OR id < i)` rather
@@ -42,7 +45,13 @@ const WITHOUT_PROJECTIONS = 'optimize_use_projections = 0';
  */
 const PROBE_WRITE = 'INSERT INTO events SELECT * FROM events WHERE 0';
 
-export function feedSql(query: FeedQuery): { sql: string; params: SqlParams } {
+/**
+ * A page's SQL, over the whole range (`window` absent: the plain query) or one time window
+ * of it (src/store/feed-windows.ts). The window adds `occurred_at` bounds, which prune
+ * partitions by their minmax index and parts by the primary key, so the reverse read opens
+ * only the parts that hold the project's events in that slice of time.
+ */
+export function feedSql(query: FeedQuery, window: FeedWindow = {}): { sql: string; params: SqlParams } {
   const where = ['org_id = {org_id:UUID}', 'project_id = {project_id:UUID}'];
   const params: Record<string, SqlParam> = {
     org_id: query.orgId,
@@ -54,6 +63,14 @@ export function feedSql(query: FeedQuery): { sql: string; params: SqlParams } {
     where.push(KEYSET);
     params['after_t'] = query.after.occurredAt;
     params['after_id'] = query.after.id;
+  }
+  if (window.from !== undefined) {
+    where.push("occurred_at >= {window_from:DateTime64(6, 'UTC')}");
+    params['window_from'] = window.from;
+  }
+  if (window.to !== undefined) {
+    where.push("occurred_at < {window_to:DateTime64(6, 'UTC')}");
+    params['window_to'] = window.to;
   }
   const settings = query.filters.deviceId === undefined ? [...FEED_SETTINGS, WITHOUT_PROJECTIONS] : FEED_SETTINGS;
   // No LIMIT 1 BY id: it made ClickHouse sort the project's whole range instead of
@@ -68,7 +85,34 @@ export function feedSql(query: FeedQuery): { sql: string; params: SqlParams } {
   return { sql, params };
 }
 
-export function createClickHouseEventStore(transport: SqlTransport): EventStore {
+/**
+ * Whether the project holds any event (whatever the filters) below `before` and at or
+ * after `since`: asked once, by a page that spent its windows without filling. Unordered
+ * with LIMIT 1, it stops at the first granule it reads.
+ */
+export function olderEventSql(query: Pick<FeedQuery, 'orgId' | 'projectId' | 'filters'>, before: string): { sql: string; params: SqlParams } {
+  const where = ['org_id = {org_id:UUID}', 'project_id = {project_id:UUID}', "occurred_at < {before:DateTime64(6, 'UTC')}"];
+  const params: Record<string, SqlParam> = { org_id: query.orgId, project_id: query.projectId, before };
+  if (query.filters.since !== undefined) {
+    where.push("occurred_at >= {since:DateTime64(6, 'UTC')}");
+    params['since'] = query.filters.since;
+  }
+  const sql = `SELECT 1 AS found FROM events WHERE ${where.join(' AND ')} LIMIT 1 SETTINGS ${[...FEED_SETTINGS, WITHOUT_PROJECTIONS].join(', ')}`;
+  return { sql, params };
+}
+
+export interface FeedReadOptions {
+  /** The clock the first window starts below when a page has no cursor or `until`. */
+  readonly now?: () => number;
+  readonly windows?: WindowPlan;
+  /** How wide recent full pages of each scope were (src/store/window-hints.ts); one per store by default. */
+  readonly hints?: WindowHints;
+}
+
+export function createClickHouseEventStore(transport: SqlTransport, options: FeedReadOptions = {}): EventStore {
+  const now = options.now ?? Date.now;
+  const plan = options.windows ?? WINDOW_PLAN;
+  const hints = options.hints ?? createWindowHints();
   return {
     async insertEvents(events) {
       for (const part of splitByPartitions(events)) await transport.insert('events', part.map(eventRowText));
@@ -76,18 +120,28 @@ export function createClickHouseEventStore(transport: SqlTransport): EventStore 
     async probeWrite() {
       await transport.command(PROBE_WRITE);
     },
-    async listEvents(query: FeedQuery): Promise<StoredEvent[]> {
-      const read = (after: FeedQuery['after'], limit: number) => {
-        const { sql, params } = feedSql({ ...query, after, limit });
-        return transport.query<EventRow>(sql, params);
-      };
-      const rows = await readDistinct(read, query.after, query.limit);
-      return rows.map((row) => ({
-        event: fromEventRow(row),
-        position: { occurredAt: row.occurred_at, id: row.id },
-      }));
+    async listEvents(query: FeedQuery): Promise<FeedSlice> {
+      const nowMs = now();
+      const windows = feedWindows(query, nowMs, hints.plan(query, plan));
+      const rows: EventRow[] = [];
+      for (const window of windows) {
+        const read = (after: FeedQuery['after'], limit: number) => {
+          const { sql, params } = feedSql({ ...query, after, limit }, window);
+          return transport.query<EventRow>(sql, params);
+        };
+        rows.push(...(await readDistinct(read, query.after, query.limit - rows.length, rows.at(-1))));
+        if (rows.length >= query.limit) break;
+      }
+      const events = rows.map((row) => ({ event: fromEventRow(row), position: { occurredAt: row.occurred_at, id: row.id } }));
+      const last = rows.at(-1);
+      if (rows.length >= query.limit && last !== undefined) hints.learn(query, windowsStart(query, nowMs) - storeTextMs(last.occurred_at), plan);
+      const lowest = windows.at(-1)?.from;
+      if (rows.length >= query.limit || lowest === undefined) return { events };
+      // The windows ran out before the range did: go on below them only if the project has anything there.
+      const { sql, params } = olderEventSql(query, lowest);
+      const older = await transport.query<{ found: number }>(sql, params);
+      return older.length === 0 ? { events } : { events, resumeAfter: { occurredAt: lowest, id: NIL_UUID } };
     },
     ...createClickHouseTail(transport),
   };
 }
-

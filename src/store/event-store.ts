@@ -27,6 +27,17 @@ export interface FeedQuery {
   readonly limit: number;
 }
 
+/**
+ * What one page read found. `events` holds up to `limit` events; fewer, either because
+ * the range ends, or because the read stopped at its bound on work
+ * (docs/decisions/feed-storage.md, "Windows"): then `resumeAfter` is the position below
+ * everything it looked at, and the range may go on after it.
+ */
+export interface FeedSlice {
+  readonly events: StoredEvent[];
+  readonly resumeAfter?: FeedPosition | undefined;
+}
+
 export interface StoredEvent {
   readonly event: CanonicalEvent;
   readonly position: FeedPosition;
@@ -63,11 +74,16 @@ export interface EventStore {
    */
   probeWrite(): Promise<void>;
   /** Events of one project of one organization, newest first: occurred_at desc, id desc. */
-  listEvents(query: FeedQuery): Promise<StoredEvent[]>;
+  listEvents(query: FeedQuery): Promise<FeedSlice>;
   /** The store's own clock less `settleMs`, as ingested_at text: the live tail reads only rows ingested before it. */
   tailHorizon(settleMs: number): Promise<string>;
   /** The next rows of a live tail, in ingestion order: ingested_at asc, id asc. */
   tailEvents(query: TailQuery): Promise<TailBatch>;
+  /**
+   * The next rows of several projects at once, unfiltered, in one ingestion order: the
+   * live tail's shared read, which fans them out to each stream in memory.
+   */
+  tailProjects(query: SharedTailQuery): Promise<TailBatch>;
 }
 
 /** The filters of the live tail: the feed's, without its occurred_at bounds. */
@@ -86,6 +102,20 @@ export interface TailQuery {
   /** Only rows strictly after this position in ingestion order. */
   readonly after: TailPosition;
   /** Only rows ingested before this instant (the horizon, store text): later ones may not all be visible yet. */
+  readonly before: string;
+  readonly limit: number;
+}
+
+/** One tailed project of one organization. */
+export interface TailScope {
+  readonly orgId: string;
+  readonly projectId: string;
+}
+
+/** Like TailQuery, over several projects and with no filters. */
+export interface SharedTailQuery {
+  readonly scopes: readonly TailScope[];
+  readonly after: TailPosition;
   readonly before: string;
   readonly limit: number;
 }

@@ -30,18 +30,21 @@ export type RawFeedRead<Row> = (after: FeedPosition | undefined, limit: number) 
  * lost rows to folding is followed by another one starting after its last raw row, so a
  * page is only short when the range is exhausted, and the next read's keyset stays exact
  * (the copies of that last row sit at the same position, which the strict keyset skips).
+ * `previous` is the last row of the page before this read began, when it is read window
+ * by window.
  */
 export async function readDistinct<Row extends FeedRowKey>(
   read: RawFeedRead<Row>,
   after: FeedPosition | undefined,
   limit: number,
+  previous?: FeedRowKey,
 ): Promise<Row[]> {
   const page: Row[] = [];
   let position = after;
   while (page.length < limit) {
     const want = limit - page.length;
     const raw = await read(position, want);
-    page.push(...foldAdjacentCopies(raw, page.at(-1)));
+    page.push(...foldAdjacentCopies(raw, page.at(-1) ?? previous));
     const tail = raw.at(-1);
     if (raw.length < want || tail === undefined) break;
     position = { occurredAt: tail.occurred_at, id: tail.id };

@@ -11,6 +11,9 @@ export interface KeeperMapIdempotencyOptions {
 
 const DAY_SECONDS = 86_400;
 
+/** The key of a claim's acknowledgement: the claim is a JSON array, so no claim ends like this. */
+const ackName = (claim: string): string => `${claim}#ack`;
+
 // A server whose Keeper session dropped ("Connection loss") reconnects by itself; a claim
 // retried after it is safe, since a claim that did land makes the retry read it back.
 const KEEPER_RETRY_DELAYS_MS = [100, 250, 500, 1000, 2000];
@@ -75,17 +78,33 @@ export function createKeeperMapIdempotencyStore(transport: SqlTransport, options
     }
   }
 
+  /**
+   * The acknowledgement of `held`, if one was recorded: a row under the claim's name with
+   * a suffix, written once (strict mode), and counted only if it is no older than the
+   * claim, so that one left from an expired claim of the key vouches for nothing.
+   */
+  async function ackOf(claim: string, held: { fingerprint: string; created_text: string }): Promise<string | undefined> {
+    const [ack] = await transport.query<{ fingerprint: string; record: string; created_text: string }>(
+      `SELECT fingerprint, record, toString(created_at) AS created_text FROM idempotency_claims WHERE claim = {claim:String}`,
+      { claim: ackName(claim) },
+    );
+    return ack !== undefined && ack.fingerprint === held.fingerprint && ack.created_text >= held.created_text ? ack.record : undefined;
+  }
+
   async function claimOnce(claim: string, entry: IdempotencyEntry): Promise<IdempotencyEntry> {
     // Each pass either wins, reads a live record, or removes an expired one; a third
     // pass is only needed when others keep expiring and recreating the key meanwhile.
     for (let attempt = 0; attempt < 5; attempt += 1) {
-      if (await insertIfAbsent(claim, entry)) return entry;
-      const [held] = await transport.query<IdempotencyEntry & { live: number }>(
-        `SELECT fingerprint, record, created_at > now64(3) - INTERVAL {window:UInt32} SECOND AS live
+      if (await insertIfAbsent(claim, entry)) return { ...entry, ageMs: 0 };
+      const [held] = await transport.query<{ fingerprint: string; record: string; created_text: string; live: number; age_ms: number | string }>(
+        `SELECT fingerprint, record, toString(created_at) AS created_text, created_at > now64(3) - INTERVAL {window:UInt32} SECOND AS live,
+           dateDiff('millisecond', created_at, now64(3)) AS age_ms
          FROM idempotency_claims WHERE claim = {claim:String}`,
         { claim, window },
       );
-      if (held !== undefined && Number(held.live) === 1) return { fingerprint: held.fingerprint, record: held.record };
+      if (held !== undefined && Number(held.live) === 1) {
+        return { fingerprint: held.fingerprint, record: held.record, ack: await ackOf(claim, held), ageMs: Number(held.age_ms) };
+      }
       if (held !== undefined) {
         try {
           await transport.command(
@@ -105,6 +124,16 @@ export function createKeeperMapIdempotencyStore(transport: SqlTransport, options
 
   return {
     compareAndSet: true,
+    async acknowledge(ref, fingerprint, ack) {
+      const claim = JSON.stringify([ref.orgId, ref.scope, ref.key]);
+      // Not strict: an insert replaces the row, so one left from an expired claim of the key
+      // gives way; two gateways acknowledging one record write the same thing.
+      await transport.command(
+        `INSERT INTO idempotency_claims SETTINGS keeper_map_strict_mode = 0
+         SELECT {claim:String}, {fingerprint:String}, {record:String}, now64(3)`,
+        { claim: ackName(claim), fingerprint, record: ack },
+      );
+    },
     async claim(ref: IdempotencyKeyRef, entry: IdempotencyEntry) {
       sweep();
       const claim = JSON.stringify([ref.orgId, ref.scope, ref.key]);

@@ -46,6 +46,18 @@ function isPlainUtc(zone: string, year: number, month: number, day: number, h: n
   return (zone === 'Z' || zone === 'z') && isStorableUtcInstant(year, month, day, h, mi, s);
 }
 
+/**
+ * The instant of the fields as written. Date.UTC reads years 0–99 as 1900–1999, so
+ * `0001-01-01` would become 1901 and pass the range check; setUTCFullYear takes the year
+ * as it is. A leap second (:60) is folded into the next second, as Date.UTC does.
+ */
+function utcEpochMs(year: number, month: number, day: number, h: number, mi: number, s: number): number {
+  const date = new Date(0);
+  date.setUTCFullYear(year, month - 1, day);
+  date.setUTCHours(h, mi, s, 0);
+  return date.getTime();
+}
+
 /** RFC 3339 text → 'YYYY-MM-DD hh:mm:ss.ffffff' in UTC, as DateTime64(6, 'UTC') takes it. */
 export function toStoreTimestamp(rfc3339: string): string {
   const m = RFC3339.exec(rfc3339);
@@ -60,8 +72,7 @@ export function toStoreTimestamp(rfc3339: string): string {
     const sign = zone!.startsWith('-') ? -1 : 1;
     offsetMinutes = sign * (Number(zone!.slice(1, 3)) * 60 + Number(zone!.slice(4, 6)));
   }
-  // A leap second (:60) is folded into the next second, as Date.UTC does.
-  const epochMs = Date.UTC(Number(y), Number(mo) - 1, Number(d), Number(h), Number(mi), Number(s)) - offsetMinutes * 60_000;
+  const epochMs = utcEpochMs(Number(y), Number(mo), Number(d), Number(h), Number(mi), Number(s)) - offsetMinutes * 60_000;
   const utc = new Date(epochMs);
   const year = utc.getUTCFullYear();
   if (Number.isNaN(epochMs) || year < MIN_YEAR || year > MAX_YEAR) {

@@ -93,15 +93,126 @@ async function startLocalKafka(): Promise<Pick<TestInfra, 'brokers' | 'broker' |
   };
 }
 
-async function startKafkaContainer(): Promise<Pick<TestInfra, 'brokers' | 'broker' | 'stop'>> {
-  const { KafkaContainer } = await import('@testcontainers/kafka');
-  const { getContainerRuntimeClient } = await import('testcontainers');
-  const kafka = await new KafkaContainer('confluentinc/cp-kafka:7.9.1').withKraft().start();
-  const container = (await getContainerRuntimeClient()).container.getById(kafka.getId());
+/**
+ * The images of the testcontainers mode: the official ones by default, what a user with Docker
+ * pulls; TEST_KAFKA_IMAGE and TEST_CLICKHOUSE_IMAGE pick others (scripts/containers-setup.sh
+ * builds local stand-ins where no registry is reachable, and names them in its env file).
+ */
+export function containerImages(env: NodeJS.ProcessEnv = process.env): { kafka: string; clickhouse: string } {
   return {
-    brokers: [`${kafka.getHost()}:${kafka.getMappedPort(9093)}`],
-    broker: { takeDown: () => container.pause(), bringBack: () => container.unpause() },
-    stop: async () => void (await kafka.stop()),
+    kafka: env['TEST_KAFKA_IMAGE'] || 'apache/kafka:4.3.1',
+    clickhouse: env['TEST_CLICKHOUSE_IMAGE'] || 'clickhouse/clickhouse-server:25.8',
+  };
+}
+
+/** The container engine, or one clear error: the testcontainers mode never falls back to another. */
+async function containerRuntime() {
+  const { getContainerRuntimeClient } = await import('testcontainers');
+  try {
+    return await getContainerRuntimeClient();
+  } catch (error) {
+    throw new Error(
+      'TEST_INFRA=testcontainers needs a container engine with the Docker API (Docker, or podman through npm run containers:setup and DOCKER_HOST); none answered',
+      { cause: error },
+    );
+  }
+}
+
+/** Labels every container this process starts, so one whose start failed half-way is still found and removed. */
+const RUN_LABEL = { 'core-gateway.test': 'testcontainers', 'core-gateway.test-run': `${process.pid}-${Date.now()}` };
+
+/**
+ * Starts a container, and removes it when the start fails (a wait strategy timing out leaves a
+ * running container behind otherwise, which testcontainers does not remove without Ryuk).
+ */
+async function startLabelled<T>(start: () => Promise<T>): Promise<T> {
+  try {
+    return await start();
+  } catch (error) {
+    const client = await containerRuntime();
+    const label = `core-gateway.test-run=${RUN_LABEL['core-gateway.test-run']}`;
+    const left = await client.container.dockerode.listContainers({ all: true, filters: { label: [label] } });
+    await Promise.allSettled(left.map((c) => client.container.dockerode.getContainer(c.Id).remove({ force: true, v: true })));
+    throw error;
+  }
+}
+
+/** Resolves once something accepts TCP connections on 127.0.0.1:port. */
+async function waitForPort(port: number, timeoutMs: number): Promise<void> {
+  const { connect } = await import('node:net');
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    const open = await new Promise<boolean>((resolve) => {
+      const socket = connect(port, '127.0.0.1');
+      socket.once('connect', () => { socket.destroy(); resolve(true); });
+      socket.once('error', () => resolve(false));
+    });
+    if (open) return;
+    if (Date.now() > deadline) throw new Error(`nothing accepted connections on 127.0.0.1:${port} within ${timeoutMs} ms`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
+}
+
+/**
+ * A container the fault tests take down with a real SIGKILL of its processes and bring back
+ * with its data (the container's own filesystem survives a stop), as the local mode does with
+ * a process.
+ */
+function killableContainer(dockerode: { kill(o: { signal: string }): Promise<unknown>; start(): Promise<unknown>; wait(): Promise<unknown> }, ready: () => Promise<void>): ServerControl {
+  return {
+    async takeDown() {
+      await dockerode.kill({ signal: 'SIGKILL' });
+      await dockerode.wait();
+    },
+    async bringBack() {
+      await dockerode.start();
+      await ready();
+    },
+  };
+}
+
+async function startKafkaContainer(env: NodeJS.ProcessEnv): Promise<Pick<TestInfra, 'brokers' | 'broker' | 'stop'>> {
+  const { GenericContainer, Wait } = await import('testcontainers');
+  const client = await containerRuntime();
+  // The broker advertises the address clients reach it on, so it listens inside the container on
+  // the very port mapped outside: 127.0.0.1:port is the broker on both sides of the mapping.
+  const port = await freePort();
+  const kafka = await startLabelled(() => new GenericContainer(containerImages(env).kafka)
+    .withLabels(RUN_LABEL)
+    .withEnvironment({
+      KAFKA_NODE_ID: '1',
+      KAFKA_PROCESS_ROLES: 'broker,controller',
+      KAFKA_LISTENERS: `PLAINTEXT://:${port},CONTROLLER://127.0.0.1:9093`,
+      KAFKA_ADVERTISED_LISTENERS: `PLAINTEXT://127.0.0.1:${port}`,
+      KAFKA_CONTROLLER_LISTENER_NAMES: 'CONTROLLER',
+      KAFKA_LISTENER_SECURITY_PROTOCOL_MAP: 'PLAINTEXT:PLAINTEXT,CONTROLLER:PLAINTEXT',
+      KAFKA_CONTROLLER_QUORUM_VOTERS: '1@127.0.0.1:9093',
+      KAFKA_NUM_PARTITIONS: '3',
+      KAFKA_AUTO_CREATE_TOPICS_ENABLE: 'false',
+      KAFKA_OFFSETS_TOPIC_REPLICATION_FACTOR: '1',
+      KAFKA_OFFSETS_TOPIC_NUM_PARTITIONS: '10',
+      KAFKA_TRANSACTION_STATE_LOG_REPLICATION_FACTOR: '1',
+      KAFKA_TRANSACTION_STATE_LOG_MIN_ISR: '1',
+      KAFKA_TRANSACTION_STATE_LOG_NUM_PARTITIONS: '10',
+      KAFKA_SHARE_COORDINATOR_STATE_TOPIC_REPLICATION_FACTOR: '1',
+      KAFKA_SHARE_COORDINATOR_STATE_TOPIC_MIN_ISR: '1',
+      KAFKA_GROUP_INITIAL_REBALANCE_DELAY_MS: '0',
+      // A killed broker registers again only once its old session expires (9 s by default).
+      KAFKA_BROKER_SESSION_TIMEOUT_MS: '4000',
+      KAFKA_BROKER_HEARTBEAT_INTERVAL_MS: '1000',
+      KAFKA_HEAP_OPTS: '-Xms256m -Xmx512m',
+    })
+    // 9092 too, though nothing uses it: the images EXPOSE it, podman lists every exposed port
+    // among the bindings, and testcontainers waits until each binding has a host port.
+    .withExposedPorts({ container: port, host: port }, 9092)
+    .withWaitStrategy(Wait.forLogMessage(/Kafka Server started/))
+    .withStartupTimeout(120_000)
+    .start());
+  const container = client.container.getById(kafka.getId());
+  return {
+    brokers: [`127.0.0.1:${port}`],
+    broker: killableContainer(container, () => waitForPort(port, 90_000)),
+    stop: async () => void (await kafka.stop({ remove: true, removeVolumes: true })),
   };
 }
 
@@ -114,18 +225,35 @@ async function startLocalClickHouse(): Promise<ClickHouseInfra> {
   };
 }
 
-async function startClickHouseContainer(): Promise<ClickHouseInfra> {
-  const { ClickHouseContainer } = await import('@testcontainers/clickhouse');
-  const { getContainerRuntimeClient } = await import('testcontainers');
-  const clickhouse = await new ClickHouseContainer('clickhouse/clickhouse-server:25.8').start();
-  const container = (await getContainerRuntimeClient()).container.getById(clickhouse.getId());
-  // A paused container is both down and stalled: its connections stay open and nothing answers.
-  const pause = () => container.pause();
-  const unpause = () => container.unpause();
+async function startClickHouseContainer(env: NodeJS.ProcessEnv): Promise<ClickHouseInfra> {
+  const { GenericContainer, Wait } = await import('testcontainers');
+  const client = await containerRuntime();
+  // A fixed mapping (a free port on both sides), so the server comes back on the same address
+  // after the fault tests kill and restart its container.
+  const port = await freePort();
+  const clickhouse = await startLabelled(() => new GenericContainer(containerImages(env).clickhouse)
+    .withLabels(RUN_LABEL)
+    .withEnvironment({ CLICKHOUSE_USER: 'core', CLICKHOUSE_PASSWORD: 'core', CLICKHOUSE_DB: 'core' })
+    .withExposedPorts({ container: 8123, host: port })
+    .withWaitStrategy(Wait.forHttp('/ping', 8123).forStatusCode(200))
+    .withStartupTimeout(120_000)
+    .start());
+  const container = client.container.getById(clickhouse.getId());
+  const ready = async () => {
+    const deadline = Date.now() + 60_000;
+    for (;;) {
+      const ok = await fetch(`http://127.0.0.1:${port}/ping`).then((r) => r.ok, () => false);
+      if (ok) return;
+      if (Date.now() > deadline) throw new Error(`the ClickHouse container did not answer /ping on 127.0.0.1:${port} within 60 s`);
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  };
+  const killable = killableContainer(container, ready);
   return {
-    url: clickhouse.getConnectionUrl(),
-    server: { takeDown: pause, bringBack: unpause, freeze: pause, thaw: unpause },
-    stop: async () => void (await clickhouse.stop()),
+    url: `http://core:core@127.0.0.1:${port}`,
+    // A paused container is stalled: its connections stay open and nothing answers.
+    server: { takeDown: () => killable.takeDown(), bringBack: () => killable.bringBack(), freeze: () => container.pause(), thaw: () => container.unpause() },
+    stop: async () => void (await clickhouse.stop({ remove: true, removeVolumes: true })),
   };
 }
 
@@ -135,7 +263,7 @@ export async function startClickHouseInfra(kind: InfraKind, env: NodeJS.ProcessE
     case 'local':
       return startLocalClickHouse();
     case 'testcontainers':
-      return startClickHouseContainer();
+      return startClickHouseContainer(env);
     case 'external': {
       const url = env['CLICKHOUSE_URL'];
       if (!url) throw new Error('TEST_INFRA=external needs CLICKHOUSE_URL for the clickhouse-server store (or TEST_STORES=chdb to leave it out)');
@@ -151,7 +279,7 @@ export async function startInfra(kind: InfraKind, options: { withClickHouse: boo
       case 'local':
         return startLocalKafka();
       case 'testcontainers':
-        return startKafkaContainer();
+        return startKafkaContainer(env);
       case 'external': {
         const brokers = env['KAFKA_BROKERS']?.split(',').map((s) => s.trim()).filter((s) => s !== '');
         if (brokers === undefined || brokers.length === 0) throw new Error('TEST_INFRA=external needs KAFKA_BROKERS');

@@ -1,4 +1,5 @@
 import type Router from '@koa/router';
+import type { Middleware } from 'koa';
 import { PassThrough } from 'node:stream';
 import type { TokenVerifier } from '../../auth/token-verifier.js';
 import type { LiveTail } from '../../feed/live-tail.js';
@@ -27,15 +28,16 @@ function resumePosition(header: string): CheckResult<TailPosition | undefined> {
  * PassThrough rather than ctx.res with ctx.respond = false: Koa still sends the status
  * and headers, the metrics and error middleware see a normal 200, and Koa destroys the
  * body when the client goes away, which is what stops the poll loop. Everything that can
- * fail (credentials, parameters, Last-Event-ID, the organization's slots, the store's
- * clock) fails before the first byte, so it is answered with the error envelope.
+ * fail (credentials, the rate limit, parameters, Last-Event-ID, the caps per caller,
+ * organization and process, the store's clock) fails before the first byte, so it is answered with the error envelope.
  */
 export function registerEventsStreamRoute(
   router: Router<GatewayState>,
-  deps: { verifier: TokenVerifier; schemas: SchemaRegistry; liveTail: LiveTail },
+  deps: { verifier: TokenVerifier; schemas: SchemaRegistry; liveTail: LiveTail; rateLimit: Middleware<GatewayState> },
 ): void {
-  router.get('/projects/:project_id/events/stream', authenticate(deps.verifier, 'events:read'), async (ctx) => {
-    const { orgId } = authOf(ctx.state);
+  // Opening a stream spends one of the organization's request tokens, like any other read.
+  router.get('/projects/:project_id/events/stream', authenticate(deps.verifier, 'events:read'), deps.rateLimit, async (ctx) => {
+    const { orgId, principal } = authOf(ctx.state);
     const [path, query, after] = allValid(
       deps.schemas.check('project-path.schema.json', { ...ctx.params }, 'path'),
       deps.schemas.check('events-stream-query.schema.json', { ...ctx.query }, 'query'),
@@ -45,6 +47,7 @@ export function registerEventsStreamRoute(
     const tail = await deps.liveTail.start(
       {
         orgId,
+        caller: principal.subject,
         projectId: path.project_id.toLowerCase(),
         filters: eventFilters(query),
         after,

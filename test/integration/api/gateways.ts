@@ -13,7 +13,16 @@ let clickhouse: Promise<ClickHouseInfra> | undefined;
  * ClickHouse server's async inserts: rows became visible up to ~0.5 s after their
  * ingested_at here, and with 200 ms a tail skipped one now and then.
  */
-export const LIVE_TAIL_ENV = { STREAM_SETTLE_MS: '1000', STREAM_POLL_MS: '50', STREAM_HEARTBEAT_MS: '400', STREAM_MAX_PER_ORG: '3' } as const;
+export const LIVE_TAIL_ENV = {
+  STREAM_SETTLE_MS: '1000',
+  STREAM_POLL_MS: '50',
+  STREAM_HEARTBEAT_MS: '400',
+  STREAM_MAX_PER_ORG: '3',
+  // Tests open streams as one caller ("test-user") across tenants, a few at a time.
+  STREAM_MAX_PER_CALLER: '6',
+  // Small, so that a stalled client is closed after a few inserts of large rows rather than many.
+  STREAM_MAX_BUFFER_BYTES: '65536',
+} as const;
 const gateways = new Map<StoreKind, Promise<TestGateway>>();
 
 /** The ClickHouse server under the clickhouse-server gateway, started on first use; tests that break it use it too. */

@@ -14,6 +14,8 @@ const KEYS = 300;
 const REQUESTS_PER_KEY = 6;
 /** Keys whose requests are in flight together. */
 const KEYS_AT_ONCE = 10;
+/** Retries per key once every first answer is in, alternating between the gateways. */
+const RETRIES_PER_KEY = 2;
 
 interface Answer {
   readonly status: number;
@@ -26,7 +28,8 @@ interface Answer {
  * KeeperMap (ZooKeeper under both servers) the claim is a compare-and-set: one command
  * per key, byte for byte, and one answer. With the MergeTree table there is no
  * compare-and-set: the command id derived from the key still makes one command id per
- * key, which consumers fold, and every answer names it.
+ * key, which consumers fold, and every answer names it. Retries sent after the answers
+ * add no message in either case: the claim records Kafka's acknowledgement.
  */
 describe('two gateways racing on the same Idempotency-Keys [cluster]', function () {
   this.timeout(300_000);
@@ -43,6 +46,24 @@ describe('two gateways racing on the same Idempotency-Keys [cluster]', function 
   after(async () => {
     await infra?.stop();
   });
+
+  /** Idempotency-Key → the partition/offset its acknowledgement records, read from the store as the gateways wrote it. */
+  async function recordedAcks(store: 'keeper-map' | 'table', database: string): Promise<Map<string, string>> {
+    const query =
+      store === 'keeper-map'
+        ? `SELECT JSONExtractString(substring(claim, 1, length(claim) - 4), 3) AS key, record AS ack FROM idempotency_claims WHERE endsWith(claim, '#ack') FORMAT JSONEachRow`
+        : `SELECT key, substring(record, 6) AS ack FROM idempotency_keys WHERE startsWith(record, '~ack:') FORMAT JSONEachRow`;
+    // In the gateways' database: its Distributed table names its local tables by currentDatabase().
+    const res = await fetch(`${cluster.clickhouse.url}/?database=${database}&query=${encodeURIComponent(query)}`);
+    expect(res.status, 'ClickHouse answered').to.equal(200);
+    const acks = new Map<string, string>();
+    for (const line of (await res.text()).split('\n').filter((l) => l !== '')) {
+      const row = JSON.parse(line) as { key: string; ack: string };
+      const ack = JSON.parse(row.ack) as { partition: number; offset: string };
+      acks.set(row.key, `${ack.partition}/${ack.offset}`);
+    }
+    return acks;
+  }
 
   async function race(store: 'keeper-map' | 'table') {
     const secret = randomBytes(32).toString('hex');
@@ -86,14 +107,32 @@ describe('two gateways racing on the same Idempotency-Keys [cluster]', function 
         );
       }
 
-      const messages = await readToEnd(kafka, [shared['ENROLLMENT_COMMANDS_TOPIC']!]);
+      const topic = shared['ENROLLMENT_COMMANDS_TOPIC']!;
+      const afterRace = (await readToEnd(kafka, [topic])).length;
+      // A client retrying after its answer (a timeout on its side): the command was acknowledged, so nothing more is sent.
+      for (let start = 0; start < keys.length; start += KEYS_AT_ONCE) {
+        await Promise.all(
+          keys.slice(start, start + KEYS_AT_ONCE).map(async ({ key, deviceId }) => {
+            for (let i = 0; i < RETRIES_PER_KEY; i += 1) answers.get(key)!.push(await send(gateways[i % 2]!, key, deviceId));
+          }),
+        );
+      }
+      const messages = await readToEnd(kafka, [topic]);
+      expect(messages.length, 'messages the retries after acknowledgement added').to.equal(afterRace);
       const byKey = new Map<string, EnrollmentCommand[]>();
+      const placesByKey = new Map<string, string[]>();
       for (const m of messages) {
         const command = JSON.parse(m.value!) as EnrollmentCommand;
         byKey.set(command.idempotency_key!, [...(byKey.get(command.idempotency_key!) ?? []), command]);
+        placesByKey.set(command.idempotency_key!, [...(placesByKey.get(command.idempotency_key!) ?? []), `${m.partition}/${m.offset}`]);
       }
+      // Every key's recorded acknowledgement names where one of its messages is on the topic.
+      const acks = await recordedAcks(store, shared['CLICKHOUSE_DATABASE']!);
+      expect(acks.size, 'keys with a recorded acknowledgement').to.equal(KEYS);
+      for (const [key, place] of acks) expect(placesByKey.get(key), `where ${key} is on the topic`).to.include(place);
       expect(byKey.size, 'keys with commands on the topic').to.equal(KEYS);
       let differingAnswers = 0;
+      let keysWithTwoMessages = 0;
       for (const { key } of keys) {
         const given = answers.get(key)!;
         const refused = given.find((a) => a.status !== 202);
@@ -106,24 +145,32 @@ describe('two gateways racing on the same Idempotency-Keys [cluster]', function 
         expect([...ids], `command ids on the topic for ${key}`).to.have.length(1);
         expect(new Set(given.map((a) => a.body.data!.enrollment_id)), `enrollment ids answered for ${key}`).to.deep.equal(ids);
         if (new Set(given.map((a) => JSON.stringify(a.body))).size > 1) differingAnswers += 1;
+        // Without a compare-and-set, two gateways that each read back only their own record both publish.
+        expect(commands.length, `messages for ${key}`).to.be.at.most(store === 'keeper-map' ? 1 : 2);
+        if (commands.length > 1) keysWithTwoMessages += 1;
         if (store === 'keeper-map') {
           expect(new Set(commands.map((c) => JSON.stringify(c))).size, `distinct commands for ${key}`).to.equal(1);
           expect(new Set(given.map((a) => JSON.stringify(a.body))).size, `distinct answers for ${key}`).to.equal(1);
         }
       }
-      return { messages: messages.length, differingAnswers };
+      return { messages: messages.length, differingAnswers, keysWithTwoMessages };
     } finally {
       for (const gateway of gateways) await gateway.dispose();
     }
   }
 
-  it('publishes one command per key and gives every request the same answer, with KeeperMap under both gateways', async () => {
+  it('publishes one message per key across the race and the retries, and gives every request the same answer, with KeeperMap under both gateways', async () => {
     const result = await race('keeper-map');
-    console.log(`      keeper-map: ${KEYS} keys, ${KEYS * REQUESTS_PER_KEY} requests, ${result.messages} messages, ${result.differingAnswers} keys with differing answers`);
+    console.log(
+      `      keeper-map: ${KEYS} keys, ${KEYS * (REQUESTS_PER_KEY + RETRIES_PER_KEY)} requests, ${result.messages} messages, ${result.differingAnswers} keys with differing answers`,
+    );
   });
 
-  it('publishes one command id per key and answers it to every request, with the MergeTree table (no compare-and-set)', async () => {
+  it('publishes one command id per key, nothing for a retry after the acknowledgement, and answers it to every request, with the MergeTree table (no compare-and-set)', async () => {
     const result = await race('table');
-    console.log(`      table: ${KEYS} keys, ${KEYS * REQUESTS_PER_KEY} requests, ${result.messages} messages, ${result.differingAnswers} keys with differing answers`);
+    console.log(
+      `      table: ${KEYS} keys, ${KEYS * (REQUESTS_PER_KEY + RETRIES_PER_KEY)} requests, ${result.messages} messages, ` +
+        `${result.keysWithTwoMessages} keys with two messages, ${result.differingAnswers} keys with differing answers`,
+    );
   });
 });

@@ -93,4 +93,58 @@ describe('token verifier', () => {
       expect((await appErrorOf(strict.verify(await sign({ exp: NOW_S - 1 })))).code).to.equal('UNAUTHENTICATED');
     });
   });
+  describe('time claims and type (RFC 8725)', () => {
+    const secret = 't'.repeat(32);
+    const NOW_S = 1_900_000_000;
+    const make = (options: { maxLifetimeSeconds?: number; tokenType?: string } = {}) =>
+      createTokenVerifier({ key: { kind: 'hs256', secret }, clockToleranceSeconds: 30, now: () => NOW_S * 1000, cache: false, ...options });
+    const sign = (times: { exp?: number; iat?: number }, typ?: string) => {
+      let jwt = new SignJWT(claims).setProtectedHeader({ alg: 'HS256', ...(typ === undefined ? {} : { typ }) }).setSubject('u');
+      if (times.exp !== undefined) jwt = jwt.setExpirationTime(times.exp);
+      if (times.iat !== undefined) jwt = jwt.setIssuedAt(times.iat);
+      return jwt.sign(new TextEncoder().encode(secret));
+    };
+
+    it('refuses a token without exp', async () => {
+      const error = await appErrorOf(make().verify(await sign({ iat: NOW_S })));
+      expect(error.code).to.equal('UNAUTHENTICATED');
+      expect(error.detail).to.equal('Bearer token has no "exp" claim.');
+    });
+
+    it('accepts iat 10 s ahead and refuses iat 60 s or a year ahead, with 30 s tolerance', async () => {
+      expect((await make().verify(await sign({ iat: NOW_S + 10, exp: NOW_S + 600 }))).subject).to.equal('u');
+      for (const ahead of [60, 365 * 86_400]) {
+        const error = await appErrorOf(make().verify(await sign({ iat: NOW_S + ahead, exp: NOW_S + ahead + 600 })));
+        expect(error.code).to.equal('UNAUTHENTICATED');
+        expect(error.detail).to.equal('Bearer token was issued in the future.');
+      }
+    });
+
+    it('accepts a lifetime (exp - iat) of exactly the maximum and refuses one second more; without iat the time left counts', async () => {
+      const v = make({ maxLifetimeSeconds: 3600 });
+      expect((await v.verify(await sign({ iat: NOW_S - 100, exp: NOW_S - 100 + 3600 }))).subject).to.equal('u');
+      expect((await appErrorOf(v.verify(await sign({ iat: NOW_S - 100, exp: NOW_S - 100 + 3601 })))).detail).to.match(/lives longer than the 3600 s/);
+      expect((await v.verify(await sign({ exp: NOW_S + 3600 }))).subject).to.equal('u');
+      expect((await appErrorOf(v.verify(await sign({ exp: NOW_S + 3601 })))).detail).to.match(/lives longer/);
+    });
+
+    it('defaults the longest lifetime to a day', async () => {
+      expect((await make().verify(await sign({ iat: NOW_S, exp: NOW_S + 86_400 }))).subject).to.equal('u');
+      expect((await appErrorOf(make().verify(await sign({ iat: NOW_S, exp: NOW_S + 86_401 })))).code).to.equal('UNAUTHENTICATED');
+    });
+
+    it('checks typ only where one is configured, as a media type (case and application/ prefix ignored)', async () => {
+      const token = (typ?: string) => sign({ iat: NOW_S, exp: NOW_S + 600 }, typ);
+      expect((await make().verify(await token())).subject).to.equal('u');
+      expect((await make().verify(await token('JWT'))).subject).to.equal('u');
+      const typed = make({ tokenType: 'at+jwt' });
+      expect((await typed.verify(await token('at+jwt'))).subject).to.equal('u');
+      expect((await typed.verify(await token('application/AT+JWT'))).subject).to.equal('u');
+      for (const other of [undefined, 'JWT', 'id+jwt']) {
+        const error = await appErrorOf(typed.verify(await token(other)));
+        expect(error.code, String(other)).to.equal('UNAUTHENTICATED');
+        expect(error.detail).to.equal('Bearer token "typ" claim is not acceptable.');
+      }
+    });
+  });
 });

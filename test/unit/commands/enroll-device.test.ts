@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import type { CommandPublisher, PublishRequest } from '../../../src/commands/command-publisher.js';
-import { createEnrollDevice, keyedCommandId, type EnrollInput } from '../../../src/commands/enroll-device.js';
+import { buildEnrollment, createEnrollDevice, keyedCommandId, type EnrollInput } from '../../../src/commands/enroll-device.js';
+import { fingerprint } from '../../../src/commands/fingerprint.js';
 import type { IdempotencyEntry, IdempotencyStore } from '../../../src/commands/idempotency-store.js';
 import { AppError } from '../../../src/errors/app-error.js';
 import { createSchemaRegistry } from '../../../src/schemas/schema-registry.js';
@@ -9,11 +10,13 @@ import { uuid } from '../../support/factories.js';
 const schemas = createSchemaRegistry();
 
 /** An in-memory idempotency store with a compare-and-set: the first entry claimed for a key holds, as in KeeperMap. */
-function memoryIdempotency(): IdempotencyStore & { readonly saves: number } {
+function memoryIdempotency(options: { failAcks?: boolean } = {}): IdempotencyStore & { readonly saves: number; readonly acks: string[] } {
   const entries = new Map<string, IdempotencyEntry>();
+  const acks: string[] = [];
   let saves = 0;
   return {
     compareAndSet: true,
+    acks,
     get saves() {
       return saves;
     },
@@ -22,6 +25,13 @@ function memoryIdempotency(): IdempotencyStore & { readonly saves: number } {
       const key = `${ref.orgId}|${ref.scope}|${ref.key}`;
       if (!entries.has(key)) entries.set(key, entry);
       return entries.get(key)!;
+    },
+    async acknowledge(ref, fingerprint, ack) {
+      if (options.failAcks === true) throw new Error('store down');
+      const key = `${ref.orgId}|${ref.scope}|${ref.key}`;
+      const held = entries.get(key)!;
+      if (held.fingerprint === fingerprint) entries.set(key, { ...held, ack });
+      acks.push(ack);
     },
   };
 }
@@ -37,13 +47,14 @@ function fakes(options: { failPublishes?: number; idempotency?: IdempotencyStore
         throw new AppError('UPSTREAM_UNAVAILABLE', 'broker down');
       }
       published.push(request);
+      return { partition: 3, offset: String(published.length - 1) };
     },
     async close() {},
   };
   const idempotency = options.idempotency ?? memoryIdempotency();
   let clock = Date.parse('2026-06-01T12:00:00Z');
   const env = { now: () => new Date((clock += 1000)), newId: uuid };
-  return { published, enroll: createEnrollDevice({ publisher, idempotency, topic: 'enroll.topic', env }) };
+  return { published, enroll: createEnrollDevice({ publisher, idempotency, topic: 'enroll.topic', env, publishWindowMs: 0 }) };
 }
 
 function input(overrides: Partial<EnrollInput> = {}): EnrollInput {
@@ -82,8 +93,8 @@ describe('enroll device', () => {
     expect(published[0]!.command.headers['traceparent']).to.equal('00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01');
   });
 
-  it('republishes the very same command for a retry, and answers the same', async () => {
-    const { published, enroll } = fakes();
+  it('republishes the very same command for a retry whose claim has no acknowledgement, and answers the same', async () => {
+    const { published, enroll } = fakes({ idempotency: memoryIdempotency({ failAcks: true }) });
     const req = input({ idempotencyKey: 'k' });
     const first = await enroll(req);
     const second = await enroll(req);
@@ -140,7 +151,7 @@ describe('enroll device', () => {
 
   it('gives two gateways that each see only their own record one command id (no compare-and-set)', async () => {
     // The worst race without Keeper: every claim returns the entry it was given.
-    const blind: IdempotencyStore = { compareAndSet: false, claim: async (_ref, entry) => entry };
+    const blind: IdempotencyStore = { compareAndSet: false, claim: async (_ref, entry) => entry, acknowledge: async () => undefined };
     const gatewayA = fakes({ idempotency: blind });
     const gatewayB = fakes({ idempotency: blind });
     const req = input({ idempotencyKey: 'across' });
@@ -157,5 +168,74 @@ describe('enroll device', () => {
       expect(keyedCommandId(other, 'digest-1')).to.not.equal(keyedCommandId(ref, 'digest-1'));
     }
     expect(keyedCommandId(ref, 'digest-2')).to.not.equal(keyedCommandId(ref, 'digest-1'));
+  });
+
+  describe('acknowledged commands', () => {
+    it('publishes once across retries after the acknowledgement, and records partition and offset', async () => {
+      const idempotency = memoryIdempotency();
+      const { published, enroll } = fakes({ idempotency });
+      const req = input({ idempotencyKey: 'acked' });
+      const answers = [await enroll(req), await enroll(req), await enroll(req)];
+      expect(published).to.have.length(1);
+      expect(new Set(answers.map((a) => JSON.stringify(a))).size).to.equal(1);
+      expect(idempotency.acks).to.deep.equal([JSON.stringify({ partition: 3, offset: '0' })]);
+    });
+
+    it('publishes the claimed command again when the claim has no acknowledgement (the crash window)', async () => {
+      const idempotency = memoryIdempotency();
+      const { published, enroll } = fakes({ idempotency, failPublishes: 1 });
+      const req = input({ idempotencyKey: 'unacked' });
+      expect((await enroll(req).catch((e: AppError) => e)) instanceof AppError).to.equal(true);
+      const answer = await enroll(req);
+      await enroll(req);
+      expect(published).to.have.length(1);
+      expect(published[0]!.command.commandId).to.equal(answer.enrollment_id);
+    });
+
+    it('waits for the acknowledgement of another gateway\'s young claim instead of publishing beside it', async () => {
+      const store = memoryIdempotency();
+      // Claims from the shared store look a moment old, as a racing gateway's would.
+      const shared: IdempotencyStore = { ...store, claim: async (ref, entry) => ({ ...(await store.claim(ref, entry)), ageMs: 10 }), acknowledge: (ref, fp, ack) => store.acknowledge(ref, fp, ack) };
+      let release: () => void = () => undefined;
+      const slow: PublishRequest[] = [];
+      const slowPublisher: CommandPublisher = {
+        async publish(request) {
+          await new Promise<void>((resolve) => (release = resolve));
+          slow.push(request);
+          return { partition: 0, offset: '7' };
+        },
+        async close() {},
+      };
+      const env = { now: () => new Date(), newId: uuid };
+      const gatewayA = createEnrollDevice({ publisher: slowPublisher, idempotency: shared, topic: 't', env, publishWindowMs: 60_000 });
+      const gatewayB = fakes({ idempotency: shared });
+      const req = input({ idempotencyKey: 'raced' });
+      const a = gatewayA(req);
+      await new Promise((resolve) => setTimeout(resolve, 20));
+      const b = createEnrollDevice({ publisher: { publish: async (r) => (gatewayB.published.push(r), { partition: 0, offset: '8' }), close: async () => undefined }, idempotency: shared, topic: 't', env, publishWindowMs: 60_000 })(req);
+      await new Promise((resolve) => setTimeout(resolve, 120));
+      release();
+      const [answerA, answerB] = await Promise.all([a, b]);
+      expect(answerB).to.deep.equal(answerA);
+      expect(slow).to.have.length(1);
+      expect(gatewayB.published).to.have.length(0);
+    });
+
+    it('publishes another gateway\'s claim once it is older than the publish window without an acknowledgement', async () => {
+      const store = memoryIdempotency();
+      const shared: IdempotencyStore = { ...store, claim: async (ref, entry) => ({ ...(await store.claim(ref, entry)), ageMs: 5_000 }), acknowledge: (ref, fp, ack) => store.acknowledge(ref, fp, ack) };
+      const env = { now: () => new Date(), newId: uuid };
+      const req = input({ idempotencyKey: 'abandoned' });
+      const published: PublishRequest[] = [];
+      const publisher: CommandPublisher = { publish: async (r) => (published.push(r), { partition: 0, offset: '1' }), close: async () => undefined };
+      // A claim left by a request that died before publishing.
+      await store.claim({ orgId: req.context.orgId, scope: `enroll:${req.path.project_id}:${req.path.fleet_id}:${req.path.device_id}`, key: 'abandoned' }, {
+        fingerprint: fingerprint({ path: req.path, body: req.body }),
+        record: JSON.stringify(buildEnrollment(req, 't', env, 'aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa')),
+      });
+      const answer = await createEnrollDevice({ publisher, idempotency: shared, topic: 't', env, publishWindowMs: 1000 })(req);
+      expect(answer.enrollment_id).to.equal('aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa');
+      expect(published.map((p) => p.command.commandId)).to.deep.equal(['aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa']);
+    });
   });
 });

@@ -147,9 +147,25 @@ describe('loadConfig', () => {
   });
 
   it('reads the live tail settings, with their defaults', () => {
-    expect(loadConfig({}).liveTail).to.deep.equal({ settleMs: 2000, pollMs: 500, heartbeatMs: 15_000, maxPerOrg: 20 });
-    const config = loadConfig({ STREAM_SETTLE_MS: '0', STREAM_POLL_MS: '50', STREAM_HEARTBEAT_MS: '1000', STREAM_MAX_PER_ORG: '3' });
-    expect(config.liveTail).to.deep.equal({ settleMs: 0, pollMs: 50, heartbeatMs: 1000, maxPerOrg: 3 });
+    expect(loadConfig({}).liveTail).to.deep.equal({
+      settleMs: 2000,
+      pollMs: 500,
+      heartbeatMs: 15_000,
+      maxPerOrg: 1000,
+      maxPerCaller: 100,
+      maxPerProcess: 10_000,
+      maxBufferBytes: 262_144,
+    });
+    const config = loadConfig({
+      STREAM_SETTLE_MS: '0',
+      STREAM_POLL_MS: '50',
+      STREAM_HEARTBEAT_MS: '1000',
+      STREAM_MAX_PER_ORG: '3',
+      STREAM_MAX_PER_CALLER: '4',
+      STREAM_MAX_PER_PROCESS: '5',
+      STREAM_MAX_BUFFER_BYTES: '65536',
+    });
+    expect(config.liveTail).to.deep.equal({ settleMs: 0, pollMs: 50, heartbeatMs: 1000, maxPerOrg: 3, maxPerCaller: 4, maxPerProcess: 5, maxBufferBytes: 65_536 });
   });
 
   it('reads a ClickHouse cluster, replicated unless told otherwise', () => {

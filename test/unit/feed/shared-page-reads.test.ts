@@ -15,7 +15,7 @@ function gatedStore() {
       queries.push(query);
       await gate;
       const event = canonicalEvent({ org_id: query.orgId, project_id: query.projectId });
-      return [{ event, position: { occurredAt: '2026-01-01 00:00:00.000000', id: event.id } }] satisfies StoredEvent[];
+      return { events: [{ event, position: { occurredAt: '2026-01-01 00:00:00.000000', id: event.id } }] satisfies StoredEvent[] };
     },
   };
   return { store: store as EventStore, queries, release };

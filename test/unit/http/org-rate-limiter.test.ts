@@ -96,3 +96,20 @@ describe('per-organization rate limiter', () => {
     expect(limiter.take('org-0').allowed).to.equal(false);
   });
 });
+
+describe('per-key rate limiter, peeking', () => {
+  it('says what take would answer without taking a token', () => {
+    let now = 0;
+    const limiter = createOrgRateLimiter({ perSecond: 1, burst: 2 }, () => now);
+    expect(limiter.peek('a')).to.deep.equal({ allowed: true });
+    expect(limiter.tracked).to.equal(0);
+    limiter.take('a');
+    limiter.take('a');
+    expect(limiter.peek('a')).to.deep.equal({ allowed: false, retryAfterSeconds: 1 });
+    expect(limiter.peek('a')).to.deep.equal({ allowed: false, retryAfterSeconds: 1 });
+    now = 1000;
+    expect(limiter.peek('a')).to.deep.equal({ allowed: true });
+    expect(limiter.take('a')).to.deep.equal({ allowed: true });
+    expect(limiter.peek('a').allowed).to.equal(false);
+  });
+});

@@ -10,14 +10,17 @@ import { toStoreError } from '../../../src/store/store-errors.js';
 import { canonicalEvent, edgePolicyCommand, enrollmentCommand } from '../../support/factories.js';
 
 /** The read side of the store port: the ingestor only writes, so any read is a bug here. */
-const NO_READS: Pick<EventStore, 'listEvents' | 'tailHorizon' | 'tailEvents'> = {
+const NO_READS: Pick<EventStore, 'listEvents' | 'tailHorizon' | 'tailEvents' | 'tailProjects'> = {
   async listEvents() {
-    return [];
+    return { events: [] };
   },
   async tailHorizon(): Promise<never> {
     throw new Error('the ingestor does not read');
   },
   async tailEvents(): Promise<never> {
+    throw new Error('the ingestor does not read');
+  },
+  async tailProjects(): Promise<never> {
     throw new Error('the ingestor does not read');
   },
 };

@@ -34,6 +34,17 @@ describe('store timestamps', () => {
     it(`refuses ${bad}`, () => expect(() => toStoreTimestamp(bad)).to.throw(TimestampError));
   }
 
+  // Date.UTC reads years 0-99 as 1900-1999: these once became 1901, 1999 and 1950.
+  for (const early of ['0001-01-01T00:00:00Z', '0099-12-31T23:59:59Z', '0050-06-01T12:00:00+01:00', '0000-01-01T00:00:00.5Z']) {
+    it(`reads ${early} as the year written, and so refuses it`, () => {
+      expect(() => toStoreTimestamp(early)).to.throw(TimestampError, /outside 1900\.\.2299/);
+    });
+  }
+
+  it('reads an offset that crosses into 1899 as 1899', () => {
+    expect(() => toStoreTimestamp('1900-01-01T00:30:00+01:00')).to.throw(TimestampError);
+  });
+
   it('gives the text Date gives for any UTC instant in range, to the microsecond', () => {
     fc.assert(
       fc.property(fc.date({ min: new Date('1900-01-01T00:00:00Z'), max: new Date('2299-12-31T23:59:59.999Z'), noInvalidDate: true }), fc.integer({ min: 0, max: 999 }), (date, micros) => {

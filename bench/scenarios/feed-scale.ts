@@ -1,0 +1,257 @@
+/**
+ * The feed at a telemetry deployment's size (issue 34): events over 1,000 projects in 100
+ * organizations and 24 months, written as ingestion writes them (time order, one insert per
+ * ingest batch, every project in every batch, no OPTIMIZE), then 32 connections, each
+ * request a different project and page, for every page shape, against the same server
+ * answering SELECT 1 in the same run. Rows read and queries per page are the server's own
+ * counters (system.events) over a sample of pages read one at a time.
+ */
+import { freePort } from '../../test/support/processes.js';
+import { waitFor } from '../../test/support/wait-for.js';
+import { autocannon, variedAutocannon } from '../support/autocannon.js';
+import { gatewayProcess } from '../support/bench-process.js';
+import { withCpu } from '../support/cpu-usage.js';
+import type { BenchContext } from '../support/context.js';
+import { signHs256Token } from '../../src/auth/sign-token.js';
+import { permissions } from '../../src/auth/principal.js';
+import type { Row } from '../support/results.js';
+import { latencies } from './ceiling.js';
+
+const CONNECTIONS = 32;
+const PROJECTS = 1000;
+const ORGS = 100;
+const DEVICES_PER_PROJECT = 100;
+const FLEETS_PER_PROJECT = 10;
+/** Projects 0–9 stop a year before the end: their events go to projects 10–19 from then on. */
+const IDLE_PROJECTS = 10;
+const MONTHS = 24;
+const PAGE = 50;
+/** Pages per shape read one at a time for the server's counters. */
+const SAMPLE = 40;
+const HOUR = 3_600_000;
+
+const org = (p: number) => `00000000-0000-4000-a000-${String(p % ORGS).padStart(12, '0')}`;
+const project = (p: number) => `00000000-0000-4000-b000-${String(p).padStart(12, '0')}`;
+const device = (p: number, d: number) => `00000000-0000-4000-c${String(d).padStart(3, '0')}-${String(p).padStart(12, '0')}`;
+const fleet = (p: number, f: number) => `00000000-0000-4000-d${String(f).padStart(3, '0')}-${String(p).padStart(12, '0')}`;
+
+/** The history ends at the run's start, so "now" (the gateway's clock) is just past the newest events, as in production. */
+function historySpan(): { startMs: number; endMs: number } {
+  const endMs = Math.floor(Date.now() / HOUR) * HOUR;
+  const start = new Date(endMs);
+  start.setUTCMonth(start.getUTCMonth() - MONTHS);
+  return { startMs: start.getTime(), endMs };
+}
+
+async function runSql(url: string, database: string, sql: string, settings: Record<string, string> = {}): Promise<string> {
+  const target = new URL(url);
+  target.searchParams.set('database', database);
+  for (const [k, v] of Object.entries(settings)) target.searchParams.set(k, v);
+  const res = await fetch(target, { method: 'POST', body: sql });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`ClickHouse answered ${res.status}: ${text.slice(0, 500)}`);
+  return text;
+}
+
+/**
+ * Writes `count` events as ingestion would: in time order, `batch` events an insert, each
+ * insert a part (or two, at a month's end). The n-th event of the history is at
+ * start + n × span / total; its project, device, fleet and domain are hashes of n.
+ */
+async function generate(url: string, database: string, total: number, batch: number, span: { startMs: number; endMs: number }): Promise<void> {
+  const stepUs = ((span.endMs - span.startMs) * 1000) / total;
+  const idleFrom = Math.floor(total * (1 - 12 / MONTHS));
+  const start = new Date(span.startMs).toISOString().replace('T', ' ').replace('Z', '');
+  const uuidOf = (prefix: string, inner: string, p: string) =>
+    `toUUID(concat('00000000-0000-4000-${prefix}', leftPad(toString(${inner}), 3, '0'), '-', leftPad(toString(${p}), 12, '0')))`;
+  for (let from = 0; from < total; from += batch) {
+    const count = Math.min(batch, total - from);
+    const sql = `INSERT INTO events (org_id, project_id, occurred_at, id, domain, entity, action, device_id, fleet_id, payload, source_service)
+      SELECT
+        toUUID(concat('00000000-0000-4000-a000-', leftPad(toString(p % ${ORGS}), 12, '0'))),
+        toUUID(concat('00000000-0000-4000-b000-', leftPad(toString(p), 12, '0'))),
+        addMicroseconds(toDateTime64('${start}', 6, 'UTC'), toUInt64(number * ${stepUs})),
+        generateUUIDv4(number),
+        ['telemetry', 'devices', 'edge', 'ota'][cityHash64(number, 1) % 4 + 1],
+        'reading', 'recorded',
+        ${uuidOf('c', `cityHash64(number, 2) % ${DEVICES_PER_PROJECT}`, 'p')},
+        ${uuidOf('d', `cityHash64(number, 3) % ${FLEETS_PER_PROJECT}`, 'p')},
+        concat('{"seq":', toString(number), ',"temperature":', toString(20 + number % 10), '}'), 'bench'
+      FROM (SELECT number, if(number >= ${idleFrom} AND cityHash64(number) % ${PROJECTS} < ${IDLE_PROJECTS}, cityHash64(number) % ${PROJECTS} + ${IDLE_PROJECTS}, cityHash64(number) % ${PROJECTS}) AS p
+            FROM numbers(${from}, ${count}))`;
+    await runSql(url, database, sql);
+    if ((from / batch) % 200 === 199) console.error(`  feed-scale: ${(from + count).toLocaleString('en-US')} of ${total.toLocaleString('en-US')} events written`);
+  }
+}
+
+/** Waits until no merge of the table runs for five polls in a row: the parts as merges leave them. */
+async function settled(url: string, database: string): Promise<number> {
+  let quiet = 0;
+  await waitFor(
+    'merges of the events table to settle',
+    async () => {
+      const running = Number((await runSql(url, database, `SELECT count() FROM system.merges WHERE database = currentDatabase() AND table = 'events'`)).trim());
+      quiet = running === 0 ? quiet + 1 : 0;
+      return quiet >= 5 ? true : undefined;
+    },
+    2 * 3600_000,
+    2000,
+  );
+  return Number((await runSql(url, database, `SELECT count() FROM system.parts WHERE database = currentDatabase() AND table = 'events' AND active`)).trim());
+}
+
+async function serverCounters(url: string): Promise<{ rows: number; queries: number }> {
+  const text = await runSql(url, 'system', "SELECT event, value FROM system.events WHERE event IN ('SelectedRows', 'SelectQuery') FORMAT JSONEachRow");
+  const values = Object.fromEntries(text.trim().split('\n').map((line) => {
+    const { event, value } = JSON.parse(line) as { event: string; value: string };
+    return [event, Number(value)];
+  }));
+  return { rows: values['SelectedRows'] ?? 0, queries: values['SelectQuery'] ?? 0 };
+}
+
+/**
+ * Waits until the server runs no query in the bench's database, twice in a row (the local
+ * server's own clickhouse-local query, which keeps it up, runs for as long as it does).
+ */
+async function quiet(url: string, database: string): Promise<void> {
+  let idle = 0;
+  await waitFor(
+    'the server to finish the last load',
+    async () => {
+      const running = Number((await runSql(url, database, 'SELECT count() FROM system.processes WHERE current_database = currentDatabase() AND query_id != queryID()')).trim());
+      idle = running === 0 ? idle + 1 : 0;
+      return idle >= 2 ? true : undefined;
+    },
+    300_000,
+    200,
+  );
+}
+
+interface Request {
+  readonly url: string;
+  readonly orgId: string;
+}
+
+/** One page shape: a request per project (and page), taken in turn. */
+interface Shape {
+  readonly name: string;
+  readonly requests: readonly Request[];
+}
+
+/**
+ * The shapes of the issue, each request a different project and page: first pages, pages
+ * deep in (`until` somewhere in the history), second pages by the first page's cursor, the
+ * device_id, fleet_id and domain filters, a filter that matches nothing, and projects idle
+ * for a year.
+ */
+async function shapes(gatewayUrl: string, headers: (orgId: string) => Record<string, string>, span: { startMs: number; endMs: number }): Promise<Shape[]> {
+  const feed = (p: number, query: Record<string, string>): Request => ({
+    url: `${gatewayUrl}/core/api/v1/projects/${project(p)}/events?${new URLSearchParams({ limit: String(PAGE), ...query }).toString()}`,
+    orgId: org(p),
+  });
+  const active = Array.from({ length: PROJECTS - 2 * IDLE_PROJECTS }, (_, k) => k + 2 * IDLE_PROJECTS);
+  // A fixed scatter of instants over the history (golden-ratio steps), one per project.
+  const deep = (k: number) => new Date(span.startMs + ((k * 0.6180339887) % 1) * (span.endMs - span.startMs)).toISOString();
+  const cursors: Request[] = [];
+  for (const p of active.slice(0, 300)) {
+    const first = feed(p, {});
+    const res = await fetch(first.url, { headers: headers(first.orgId) });
+    const body = (await res.json()) as { meta: { next_cursor: string | null } };
+    if (body.meta.next_cursor === null) throw new Error(`project ${p} has one page only`);
+    cursors.push(feed(p, { cursor: body.meta.next_cursor }));
+  }
+  return [
+    { name: 'first page of a project', requests: active.map((p) => feed(p, {})) },
+    { name: 'page deep in (until)', requests: active.map((p, k) => feed(p, { until: deep(k) })) },
+    { name: 'second page by cursor', requests: cursors },
+    { name: 'device_id filter', requests: active.map((p, k) => feed(p, { device_id: device(p, k % DEVICES_PER_PROJECT) })) },
+    { name: 'fleet_id filter', requests: active.map((p, k) => feed(p, { fleet_id: fleet(p, k % FLEETS_PER_PROJECT) })) },
+    { name: 'domain filter', requests: active.map((p, k) => feed(p, { domain: ['telemetry', 'devices', 'edge', 'ota'][k % 4]! })) },
+    { name: 'a filter that matches nothing', requests: active.map((p) => feed(p, { action: 'never-recorded' })) },
+    { name: 'first page of a project idle for a year', requests: Array.from({ length: IDLE_PROJECTS }, (_, p) => feed(p, {})) },
+  ];
+}
+
+/**
+ * `sizes` in events; `batch`: events per insert, as the ingest consumer's batch. Each size
+ * gets a database of its own, dropped at the end.
+ */
+export async function measureFeedAtScale(ctx: BenchContext, sizes: readonly number[], batch: number): Promise<Row[]> {
+  const rows: Row[] = [];
+  const orgIds = Array.from({ length: ORGS }, (_, o) => org(o));
+  const token = await signHs256Token(ctx.secret, { sub: 'bench', orgIds, scopes: permissions, ttlSeconds: 8 * 3600 });
+  const headers = (orgId: string) => ({ authorization: `Bearer ${token}`, 'org-id': orgId });
+  const firstPages: Record<string, number> = {};
+  for (const size of sizes) {
+    const label = `feed at scale, ${size.toLocaleString('en-US')} events`;
+    const database = `bench_feed_scale_${size}_${ctx.run}`;
+    const gateway = await gatewayProcess({
+      ROLE: 'gateway',
+      PORT: String(await freePort()),
+      KAFKA_BROKERS: ctx.brokers.join(','),
+      CLICKHOUSE_URL: ctx.clickhouseUrl,
+      CLICKHOUSE_DATABASE: database,
+      AUTH_JWT_SECRET: ctx.secret,
+      CURSOR_SECRET: ctx.secret,
+      ENROLLMENT_COMMANDS_TOPIC: `bench.enrollments.scale.${ctx.run}`,
+      EDGE_POLICY_COMMANDS_TOPIC: `bench.edge-policy.scale.${ctx.run}`,
+    });
+    try {
+      const span = historySpan();
+      const writing = Date.now();
+      await generate(ctx.clickhouseUrl, database, size, batch, span);
+      const written = (Date.now() - writing) / 1000;
+      const parts = await settled(ctx.clickhouseUrl, database);
+      const partitions = Number((await runSql(ctx.clickhouseUrl, database, `SELECT uniqExact(partition) FROM system.parts WHERE database = currentDatabase() AND table = 'events' AND active`)).trim());
+      console.error(`  feed-scale: ${size} events written in ${written.toFixed(0)} s (${Math.round(size / written)} rows/s), ${parts} active parts in ${partitions} partitions once merges settled`);
+      const select1 = await autocannon({ url: `${ctx.clickhouseUrl}/?query=${encodeURIComponent('SELECT 1')}`, connections: CONNECTIONS, seconds: ctx.seconds });
+      rows.push({ scenario: label, measure: 'server: SELECT 1, 32 connections', value: select1.perSecond, unit: 'req/s', ...latencies(select1), note: `${parts} active parts, ${partitions} partitions, no OPTIMIZE` });
+      for (const shape of await shapes(gateway.url, headers, span)) {
+        // The last load's pages still in flight when it ended would count in this shape's figures.
+        await quiet(ctx.clickhouseUrl, database);
+        const before = await serverCounters(ctx.clickhouseUrl);
+        const sample = shape.requests.slice(0, SAMPLE);
+        const sampling = performance.now();
+        for (const r of sample) {
+          const res = await fetch(r.url, { headers: headers(r.orgId) });
+          if (res.status !== 200) throw new Error(`${shape.name}: ${res.status} ${await res.text()}`);
+          await res.arrayBuffer();
+        }
+        const alone = (performance.now() - sampling) / sample.length;
+        const after = await serverCounters(ctx.clickhouseUrl);
+        // Counting reads those counters once more: a SELECT of its own, a row per event name.
+        const perPage = { rows: Math.round((after.rows - before.rows - 2) / sample.length), queries: (after.queries - before.queries - 1) / sample.length };
+        const [load, cpu] = await withCpu(gateway.pid, () =>
+          variedAutocannon({ urls: shape.requests.map((r) => r.url), orgIds: shape.requests.map((r) => r.orgId), headers: headers(org(0)), connections: CONNECTIONS, seconds: ctx.seconds }),
+        );
+        if (shape.name === 'first page of a project') firstPages[String(size)] = load.perSecond;
+        rows.push({
+          scenario: label,
+          measure: `gateway: ${shape.name}`,
+          value: load.perSecond,
+          unit: 'pages/s',
+          ...latencies(load),
+          baseline: { name: 'SELECT 1', value: select1.perSecond },
+          target: shape.name.startsWith('first page of a project') && !shape.name.includes('idle') ? '≥ 0.5 of SELECT 1, p99 ≤ 250 ms' : '≥ 0.25 of SELECT 1, p99 ≤ 250 ms',
+          note: `${perPage.rows.toLocaleString('en-US')} rows read and ${perPage.queries.toFixed(1)} queries per page, ${alone.toFixed(1)} ms a page alone; ${load.requests} pages; gateway ${cpu.processCores.toFixed(2)} cores, load generator ${(load.generatorCores ?? NaN).toFixed(2)} of a core, machine ${Math.round(cpu.machineBusy * 100)}% busy`,
+        });
+      }
+    } finally {
+      await gateway.stop();
+      await runSql(ctx.clickhouseUrl, 'default', `DROP DATABASE IF EXISTS ${database} SYNC`).catch(() => undefined);
+    }
+  }
+  const small = Math.min(...sizes);
+  const large = Math.max(...sizes);
+  if (small !== large && firstPages[String(small)] !== undefined && firstPages[String(large)] !== undefined) {
+    rows.push({
+      scenario: 'feed at scale',
+      measure: `gateway: first pages/s at ${large.toLocaleString('en-US')} events against ${small.toLocaleString('en-US')}`,
+      value: firstPages[String(large)]!,
+      unit: 'pages/s',
+      baseline: { name: `${small.toLocaleString('en-US')} events`, value: firstPages[String(small)]! },
+      target: '≥ 0.8',
+    });
+  }
+  return rows;
+}

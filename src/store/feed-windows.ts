@@ -1,0 +1,88 @@
+import type { FeedQuery } from './event-store.js';
+
+/**
+ * A slice of occurred_at, `[from, to)` in the store's timestamp text; an absent end is
+ * unbounded on that side (the query's own bounds, cursor, `since` and `until`, still hold).
+ */
+export interface FeedWindow {
+  readonly from?: string;
+  readonly to?: string;
+}
+
+/**
+ * How a page walks back through time (docs/decisions/feed-storage.md, "Windows").
+ * - `firstMs`: the first window's width, below the newest point the page can start at.
+ * - `growth`: each next window is this many times wider than the one before it…
+ * - `widestMs`: …up to this width, about one monthly partition, so no window spans more
+ *   than two partitions.
+ * - `probes`: the most windows one page reads. A page not full after them ends there, and
+ *   says where to go on.
+ */
+export interface WindowPlan {
+  readonly firstMs: number;
+  readonly growth: number;
+  readonly widestMs: number;
+  readonly probes: number;
+}
+
+const HOUR = 3_600_000;
+const DAY = 24 * HOUR;
+
+/**
+ * One hour, then ×8 up to 31 days, at most 20 windows: 1 h, 8 h, 64 h, 21 days, then 31
+ * days at a time, about 1.4 years behind the page's start in all.
+ */
+export const WINDOW_PLAN: WindowPlan = { firstMs: HOUR, growth: 8, widestMs: 31 * DAY, probes: 20 };
+
+/** DateTime64's earliest year: a window reaching below it has no lower bound. */
+const EARLIEST_MS = Date.UTC(1900, 0, 1);
+
+/** Milliseconds since the epoch of store text 'YYYY-MM-DD hh:mm:ss.ffffff' (the microseconds below a millisecond are cut). */
+export function storeTextMs(text: string): number {
+  return Date.parse(`${text.slice(0, 10)}T${text.slice(11, 23)}Z`);
+}
+
+/** Store text of a whole millisecond. */
+export function msStoreText(ms: number): string {
+  const iso = new Date(ms).toISOString();
+  return `${iso.slice(0, 10)} ${iso.slice(11, 23)}000`;
+}
+
+/** The newest instant a page can hold events below (the first window's lower edge is counted from it): the cursor, `until` or now, the earliest. */
+export function windowsStart(query: Pick<FeedQuery, 'after' | 'filters'>, nowMs: number): number {
+  const tops = [nowMs];
+  if (query.after !== undefined) tops.push(storeTextMs(query.after.occurredAt));
+  if (query.filters.until !== undefined) tops.push(storeTextMs(query.filters.until));
+  return Math.min(...tops);
+}
+
+/**
+ * The windows a page reads, newest first: each one's `from` is the next one's `to`, so
+ * together they cover the query's range with no gap and no overlap, and every event at
+ * one instant falls in exactly one window. The first has no upper end (the cursor or
+ * `until` bounds it); they start below the newest point the page can hold: the cursor,
+ * `until` or now, whichever is earliest. The last window reaches `since` (or has no lower
+ * end) when the plan's probes get there; otherwise the range goes on below it.
+ */
+export function feedWindows(query: Pick<FeedQuery, 'after' | 'filters'>, nowMs: number, plan: WindowPlan = WINDOW_PLAN): FeedWindow[] {
+  const start = windowsStart(query, nowMs);
+  const sinceMs = query.filters.since === undefined ? EARLIEST_MS : Math.max(EARLIEST_MS, storeTextMs(query.filters.since));
+  const windows: FeedWindow[] = [];
+  let to: string | undefined;
+  let toMs = start;
+  let width = plan.firstMs;
+  for (let probe = 0; probe < plan.probes; probe += 1) {
+    const fromMs = toMs - width;
+    if (fromMs <= sinceMs) {
+      // The last window: down to `since`, whose own condition bounds the query.
+      windows.push(to === undefined ? {} : { to });
+      return windows;
+    }
+    const from = msStoreText(fromMs);
+    windows.push(to === undefined ? { from } : { from, to });
+    to = from;
+    toMs = fromMs;
+    width = Math.min(plan.widestMs, width * plan.growth);
+  }
+  return windows;
+}

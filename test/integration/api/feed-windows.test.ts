@@ -1,0 +1,259 @@
+import { expect } from 'chai';
+import fc from 'fast-check';
+import type { CanonicalEvent } from '../../../src/generated/schema-types.js';
+import { openStore } from '../../../src/runtime/store-runtime.js';
+import { createClickHouseEventStore, feedSql } from '../../../src/store/clickhouse-event-store.js';
+import type { EventRow } from '../../../src/store/event-rows.js';
+import { fromEventRow, storableEvent } from '../../../src/store/event-rows.js';
+import type { EventStore, FeedFilters, FeedQuery, FeedSlice } from '../../../src/store/event-store.js';
+import { feedWindows, type WindowPlan } from '../../../src/store/feed-windows.js';
+import { readDistinct } from '../../../src/store/fold-copies.js';
+import type { SqlTransport } from '../../../src/store/sql-transport.js';
+import { toStoreTimestamp } from '../../../src/store/timestamps.js';
+import { canonicalEvent, uuid } from '../../support/factories.js';
+import type { TestGateway } from '../../support/test-gateway.js';
+import { describeOnEachStore } from './gateways.js';
+
+/**
+ * Windows from one second, four times wider each time: a few minutes of history cross many
+ * window edges and a month's boundary, and the probes reach hours back.
+ */
+const SMALL_WINDOWS: WindowPlan = { firstMs: 1000, growth: 4, widestMs: 1e12, probes: 40 };
+/** Too few probes to reach the oldest events in one page: pages stop short and say where to go on. */
+const FEW_PROBES: WindowPlan = { firstMs: 1000, growth: 8, widestMs: 1e12, probes: 5 };
+/** The month boundary (a partition boundary) is a window edge: now − 1 s − 4 s. */
+const NOW = Date.parse('2026-02-01T00:00:05Z');
+const EDGE = '2026-02-01T00:00:00.000000Z';
+const DEVICES = [uuid(), uuid()];
+const FLEETS = [uuid(), uuid()];
+
+type Scope = Pick<FeedQuery, 'orgId' | 'projectId' | 'filters'>;
+/** A page as a reader compares it: every field of every event, in order. */
+type Page = string[];
+
+/** The feed's plain query over the whole range (no windows), folded as the store folds. */
+function plainStore(sql: SqlTransport): Pick<EventStore, 'listEvents'> {
+  return {
+    async listEvents(query) {
+      const read = (after: FeedQuery['after'], limit: number) => {
+        const { sql: text, params } = feedSql({ ...query, after, limit });
+        return sql.query<EventRow>(text, params);
+      };
+      const rows = await readDistinct(read, query.after, query.limit);
+      return { events: rows.map((row) => ({ event: fromEventRow(row), position: { occurredAt: row.occurred_at, id: row.id } })) };
+    },
+  };
+}
+
+/**
+ * Walks the feed as the feed service pages it (one event past the page tells has_more),
+ * with the page sizes given in turn. `short` counts pages that stopped at their bound on
+ * work before the range ended.
+ */
+async function walk(store: Pick<EventStore, 'listEvents'>, scope: Scope, limits: readonly number[], short = { pages: 0 }): Promise<Page[]> {
+  const pages: Page[] = [];
+  let after: FeedQuery['after'];
+  for (let n = 0; n < 2000; n += 1) {
+    const limit = limits[n % limits.length]!;
+    const slice: FeedSlice = await store.listEvents({ ...scope, after, limit: limit + 1 });
+    const page = slice.events.slice(0, limit);
+    pages.push(page.map((e) => JSON.stringify(e.event)));
+    after = slice.events.length > limit ? page.at(-1)!.position : slice.resumeAfter;
+    if (slice.events.length <= limit && slice.resumeAfter !== undefined) short.pages += 1;
+    if (after === undefined) return pages;
+  }
+  throw new Error('the walk did not end in 2000 pages');
+}
+
+/** RFC 3339 text of `iso` moved by `micros` microseconds (either way), at microsecond precision. */
+const at = (iso: string, micros = 0) => {
+  const total = Date.parse(iso) * 1000 + micros;
+  const ms = Math.floor(total / 1000);
+  return `${new Date(ms).toISOString().slice(0, 19)}.${String(total - Math.floor(ms / 1000) * 1_000_000).padStart(6, '0')}Z`;
+};
+
+/** Filter values that vary with different periods, so every filter picks a different mix. */
+function varied(base: Partial<CanonicalEvent>, n: number, occurredAt: string): CanonicalEvent {
+  return canonicalEvent({
+    ...base,
+    occurred_at: occurredAt,
+    domain: ['telemetry', 'devices'][n % 2]!,
+    entity: ['reading', 'enrollment', 'policy'][n % 3]!,
+    action: ['recorded', 'queued'][Math.floor(n / 2) % 2]!,
+    device_id: n % 5 === 4 ? null : DEVICES[n % 2]!,
+    fleet_id: FLEETS[Math.floor(n / 3) % 2]!,
+  });
+}
+
+const FILTERS = (): [string, FeedFilters][] => [
+  ['none', {}],
+  ['domain', { domain: 'devices' }],
+  ['entity', { entity: 'policy' }],
+  ['action', { action: 'queued' }],
+  ['device_id', { deviceId: DEVICES[1]! }],
+  ['fleet_id', { fleetId: FLEETS[0]! }],
+  ['since', { since: toStoreTimestamp('2026-01-31T23:59:58.000000Z') }],
+  ['until', { until: toStoreTimestamp(EDGE) }],
+  ['since and until, with a filter', { since: toStoreTimestamp('2026-01-31T23:59:50Z'), until: toStoreTimestamp('2026-02-01T00:00:02Z'), domain: 'telemetry' }],
+  ['a filter nothing matches', { action: 'never-happened' }],
+];
+
+describeOnEachStore('feed windows: bounded pages equal the plain query', (gateway) => {
+  let gw: TestGateway;
+  let sql: SqlTransport;
+  let windowed: EventStore;
+  let fewProbes: EventStore;
+  let plain: Pick<EventStore, 'listEvents'>;
+  let writer: EventStore;
+
+  before(async () => {
+    gw = await gateway();
+    sql = await openStore(gw.config);
+    windowed = createClickHouseEventStore(sql, { now: () => NOW, windows: SMALL_WINDOWS });
+    // Without hints, every page starts at one second, so the gap of hours below the dense minutes takes several pages.
+    fewProbes = createClickHouseEventStore(sql, { now: () => NOW, windows: FEW_PROBES, hints: { plan: (_, base) => base, learn() {} } });
+    plain = plainStore(sql);
+    writer = createClickHouseEventStore(sql);
+  });
+
+  after(async () => {
+    await sql.command('SYSTEM START MERGES events');
+    await sql.close();
+  });
+
+  /** Each call is an insert of its own: a part of its own while merges are stopped. */
+  const insert = (events: readonly CanonicalEvent[]) => writer.insertEvents(events.map(storableEvent));
+
+  /**
+   * One project's history around the window edge that is also February's first instant:
+   * many events at that instant, neighbours a microsecond either side, copies of events
+   * in two parts on both sides of the edge, one id at two instants across it, a future
+   * event above the first window, and older events, hours back, that only wider windows
+   * reach.
+   */
+  async function history(): Promise<{ scope: Scope; total: number }> {
+    const base = { org_id: uuid(), project_id: uuid() };
+    const events: CanonicalEvent[] = [];
+    let n = 0;
+    const add = (occurredAt: string) => events.push(varied(base, n++, occurredAt));
+    for (let i = 0; i < 25; i += 1) add(EDGE);
+    add(at('2026-01-31T23:59:59.999Z', 999));
+    add(at(EDGE, 1));
+    for (const edge of ['2026-02-01T00:00:04Z', '2026-01-31T23:59:44Z', '2026-01-31T23:58:40Z']) {
+      for (let i = 0; i < 6; i += 1) add(at(edge));
+      add(at(edge, -1));
+      add(at(edge, 1));
+    }
+    for (let s = 0; s < 40; s += 1) add(new Date(Date.parse('2026-01-31T23:59:20Z') + s * 1000 + 250).toISOString());
+    add('2026-01-31T20:00:00Z');
+    add('2026-01-31T10:00:00Z');
+    add('2026-03-01T00:00:00Z');
+    const sameIdAbove = events[0]!;
+    const sameIdBelow = { ...varied(base, n++, at('2026-01-31T23:59:59.999Z', 999)), id: sameIdAbove.id };
+    events.push(sameIdBelow);
+    await sql.command('SYSTEM STOP MERGES events');
+    // Two halves in two parts, then copies of events at and around the edges, in parts of their own.
+    await insert(events.slice(0, 40));
+    await insert(events.slice(40));
+    await insert([events[0]!, events[3]!, events[25]!, events[26]!, events[30]!]);
+    await insert([events[3]!, events[27]!, events[31]!, events[60]!]);
+    return { scope: { orgId: base.org_id, projectId: base.project_id, filters: {} }, total: events.length };
+  }
+
+  let project: { scope: Scope; total: number };
+  before(async () => {
+    project = await history();
+  });
+
+  it('holds the history in many parts, with copies, so the windows are tried against what they are meant for', async () => {
+    const [row] = await sql.query<{ parts: string; rows: string; ids: string }>(
+      'SELECT uniqExact(_part) AS parts, count() AS rows, uniqExact(occurred_at, id) AS ids FROM events WHERE org_id = {o:UUID} AND project_id = {p:UUID}',
+      { o: project.scope.orgId, p: project.scope.projectId },
+    );
+    expect(Number(row!.parts)).to.be.at.least(4);
+    expect(Number(row!.rows)).to.be.above(Number(row!.ids));
+    expect(Number(row!.ids)).to.equal(project.total);
+    const windows = feedWindows({ after: undefined, filters: {} }, NOW, SMALL_WINDOWS);
+    expect(windows[1], 'February begins at a window edge').to.deep.include({ from: toStoreTimestamp(EDGE) });
+  });
+
+  for (const [name, filters] of FILTERS()) {
+    it(`gives the plain query's pages event for event, filter: ${name}`, async function () {
+      this.timeout(300_000);
+      const scope = { ...project.scope, filters };
+      for (const limits of [[7], [3, 11, 2], [200]]) {
+        const expected = await walk(plain, scope, limits);
+        expect(await walk(windowed, scope, limits), `pages of ${limits.join(', ')}`).to.deep.equal(expected);
+      }
+    });
+  }
+
+  it('with few probes per page, stops pages short and still yields every event once, in order', async function () {
+    this.timeout(300_000);
+    for (const [name, filters] of FILTERS()) {
+      const scope = { ...project.scope, filters };
+      const expected = (await walk(plain, scope, [10])).flat();
+      const short = { pages: 0 };
+      const pages = await walk(fewProbes, scope, [10], short);
+      expect(pages.flat(), name).to.deep.equal(expected);
+      if (name === 'none') expect(short.pages, 'pages that stopped short').to.be.above(0);
+    }
+  });
+
+  it('ends the walk of a filter that matches nothing at the project\'s oldest event, not in 1900', async function () {
+    this.timeout(300_000);
+    const pages = await walk(fewProbes, { ...project.scope, filters: { action: 'never-happened' } }, [10]);
+    expect(pages.flat()).to.deep.equal([]);
+    // A page's five windows span 78 minutes: about 11 pages reach the oldest event, 14 hours
+    // back, and nothing ends the walk there but the project's own oldest event (1900 is a
+    // million pages on).
+    expect(pages.length).to.be.within(2, 40);
+  });
+
+  it('matches the plain query on random histories and random page walks', async function () {
+    this.timeout(600_000);
+    const instants = ['2026-02-01T00:00:00Z', '2026-01-31T23:59:59Z', '2026-02-01T00:00:04Z', '2026-01-31T23:59:44Z', '2026-01-31T23:40:00Z', '2026-03-01T00:00:00Z'];
+    const eventSpec = fc.record({
+      instant: fc.constantFrom(...instants),
+      micros: fc.constantFrom(-1, 0, 0, 0, 1),
+      filterSeed: fc.nat(30),
+      copies: fc.integer({ min: 1, max: 3 }),
+    });
+    // Any plan whose windows span a minute or more a page: the walk over twenty minutes of history stays short.
+    const plans = fc
+      .record({
+        firstMs: fc.integer({ min: 100, max: 4000 }),
+        growth: fc.integer({ min: 1, max: 8 }),
+        widestMs: fc.integer({ min: 4000, max: 24 * 3_600_000 }),
+        probes: fc.integer({ min: 2, max: 12 }),
+      })
+      .filter((p) => Array.from({ length: p.probes }, (_, k) => Math.min(p.widestMs, p.firstMs * p.growth ** k)).reduce((a, b) => a + b, 0) >= 60_000);
+    await fc.assert(
+      fc.asyncProperty(
+        fc.array(eventSpec, { minLength: 0, maxLength: 40 }),
+        fc.array(fc.integer({ min: 1, max: 12 }), { minLength: 1, maxLength: 4 }),
+        plans,
+        fc.constantFrom(...FILTERS()),
+        fc.integer({ min: -5000, max: 5000 }),
+        async (specs, limits, plan, [, filters], nowShift) => {
+          const base = { org_id: uuid(), project_id: uuid() };
+          const events = specs.map((s, n) => varied(base, s.filterSeed + n, at(s.instant, s.micros)));
+          // Copies in later inserts of their own: other parts, both sides of whatever edge falls near them.
+          for (let copy = 1; copy <= 3; copy += 1) {
+            const batch = events.filter((_, i) => specs[i]!.copies > copy - 1);
+            if (batch.length > 0) await insert(batch);
+          }
+          const scope = { orgId: base.org_id, projectId: base.project_id, filters };
+          const store = createClickHouseEventStore(sql, { now: () => NOW + nowShift, windows: plan });
+          const expected = await walk(plain, scope, limits);
+          const short = { pages: 0 };
+          const got = await walk(store, scope, limits, short);
+          expect(got.flat(), 'every event once, in order').to.deep.equal(expected.flat());
+          // Where no page stopped at its bound, the pages themselves are the plain query's.
+          if (short.pages === 0) expect(got).to.deep.equal(expected);
+        },
+      ),
+      { numRuns: Number(process.env['FEED_WINDOW_RUNS'] ?? 25) },
+    );
+  });
+});

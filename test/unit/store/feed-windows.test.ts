@@ -1,0 +1,74 @@
+import { expect } from 'chai';
+import fc from 'fast-check';
+import { feedWindows, msStoreText, storeTextMs, WINDOW_PLAN, type FeedWindow } from '../../../src/store/feed-windows.js';
+import { NIL_UUID } from '../../../src/ids/uuid.js';
+
+const HOUR = 3_600_000;
+const NOW = Date.UTC(2026, 10, 25, 12, 0, 0);
+const at = (ms: number) => msStoreText(ms);
+
+/** Where a timestamp falls: the index of the one window holding it, or -1 when none does. */
+function windowOf(windows: readonly FeedWindow[], text: string): number {
+  const holding = windows.flatMap((w, i) => ((w.from === undefined || text >= w.from) && (w.to === undefined || text < w.to) ? [i] : []));
+  expect(holding.length, `windows holding ${text}`).to.be.at.most(1);
+  return holding[0] ?? -1;
+}
+
+describe('feed windows', () => {
+  it('starts below now with an open top, and widens eight times each window up to 31 days', () => {
+    const windows = feedWindows({ after: undefined, filters: {} }, NOW);
+    expect(windows[0]).to.deep.equal({ from: at(NOW - HOUR) });
+    expect(windows[1]).to.deep.equal({ from: at(NOW - 9 * HOUR), to: at(NOW - HOUR) });
+    expect(windows[2]).to.deep.equal({ from: at(NOW - 73 * HOUR), to: at(NOW - 9 * HOUR) });
+    const widths = windows.slice(1).map((w) => storeTextMs(w.to!) - storeTextMs(w.from!));
+    expect(widths.slice(0, 4)).to.deep.equal([8 * HOUR, 64 * HOUR, 512 * HOUR, 31 * 24 * HOUR]);
+    expect(Math.max(...widths)).to.equal(WINDOW_PLAN.widestMs);
+    expect(windows).to.have.length(WINDOW_PLAN.probes);
+  });
+
+  it('starts below a cursor or an until earlier than now, whichever is earliest', () => {
+    const cursorMs = NOW - 1000 * HOUR;
+    const after = { occurredAt: '2026-01-01 00:00:00.123456', id: NIL_UUID };
+    expect(feedWindows({ after, filters: {} }, NOW)[0]).to.deep.equal({ from: at(storeTextMs(after.occurredAt) - HOUR) });
+    expect(feedWindows({ after: undefined, filters: { until: at(cursorMs) } }, NOW)[0]).to.deep.equal({ from: at(cursorMs - HOUR) });
+    expect(feedWindows({ after, filters: { until: at(NOW + HOUR) } }, NOW)[0]!.from).to.equal(at(storeTextMs(after.occurredAt) - HOUR));
+  });
+
+  it('ends with a window down to since once the widening reaches it', () => {
+    const since = at(NOW - 5 * HOUR);
+    expect(feedWindows({ after: undefined, filters: { since } }, NOW)).to.deep.equal([{ from: at(NOW - HOUR) }, { to: at(NOW - HOUR) }]);
+    expect(feedWindows({ after: undefined, filters: { since: at(NOW + HOUR) } }, NOW)).to.deep.equal([{}]);
+  });
+
+  it('reaches no lower bound below 1900, where the store holds nothing', () => {
+    const windows = feedWindows({ after: undefined, filters: {} }, Date.UTC(1900, 0, 3), WINDOW_PLAN);
+    expect(windows.at(-1)).to.not.have.property('from');
+    expect(windows.length).to.be.below(WINDOW_PLAN.probes);
+  });
+
+  it('puts every instant of the range in exactly one window, the later ones first, and reads at most the plan probes', () => {
+    const plan = fc.record({
+      firstMs: fc.integer({ min: 1, max: 10 * HOUR }),
+      growth: fc.integer({ min: 1, max: 10 }),
+      widestMs: fc.integer({ min: 10 * HOUR, max: 100 * 24 * HOUR }),
+      probes: fc.integer({ min: 1, max: 30 }),
+    });
+    const instant = fc.integer({ min: Date.UTC(1990, 0, 1), max: Date.UTC(2030, 0, 1) });
+    fc.assert(
+      fc.property(plan, instant, fc.option(instant, { nil: undefined }), fc.array(instant, { maxLength: 20 }), (p, now, since, points) => {
+        const filters = since === undefined ? {} : { since: at(since) };
+        const windows = feedWindows({ after: undefined, filters }, now, p);
+        expect(windows.length).to.be.within(1, p.probes);
+        for (let i = 1; i < windows.length; i += 1) expect(windows[i]!.to).to.equal(windows[i - 1]!.from);
+        const lowest = windows.at(-1)!.from;
+        for (const point of points) {
+          const text = at(point);
+          if (since !== undefined && point < since) continue;
+          const holder = windowOf(windows, text);
+          // Held by one window, or below every window, when the probes ran out first.
+          if (holder === -1) expect(lowest !== undefined && text < lowest, `${text} below ${lowest}`).to.equal(true);
+        }
+      }),
+    );
+  });
+});
