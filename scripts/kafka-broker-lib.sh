@@ -47,3 +47,15 @@ ensure_kafka_libs() {
   rm -rf -- "$libs_dir"
   mv -- "$tmp_libs" "$libs_dir"
 }
+
+# For a program on the Kafka Java client (the probe, the tests' field producer): sets JAVA
+# and LIBS_DIR, the broker's own jars (kafka-clients and its codecs among them), fetched
+# once through the pom $1 if no run has yet. Needs log() and die() from the caller.
+kafka_client_classpath() {
+  local pom="$1" version
+  version="${KAFKA_VERSION:-$(sed -n 's:.*<kafka\.version>\([^<]*\)</kafka\.version>.*:\1:p' "$pom" | head -n 1)}"
+  LIBS_DIR="${KAFKA_CACHE_DIR:-$HOME/.cache/core-gateway/kafka}/libs-$version"
+  JAVA="${JAVA_HOME:+$JAVA_HOME/bin/}java"
+  command -v "$JAVA" >/dev/null || die "java not found (Java 17+ is required)"
+  ensure_kafka_libs "$pom" "$version" "$LIBS_DIR"
+}

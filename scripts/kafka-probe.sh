@@ -20,14 +20,7 @@ die() { printf 'kafka-probe: ERROR: %s\n' "$*" >&2; exit 2; }
 
 # shellcheck source=scripts/kafka-broker-lib.sh
 source "$SCRIPT_DIR/kafka-broker-lib.sh"
-
-KAFKA_VERSION="${KAFKA_VERSION:-$(sed -n 's:.*<kafka\.version>\([^<]*\)</kafka\.version>.*:\1:p' "$POM" | head -n 1)}"
-KAFKA_CACHE_DIR="${KAFKA_CACHE_DIR:-$HOME/.cache/core-gateway/kafka}"
-LIBS_DIR="$KAFKA_CACHE_DIR/libs-$KAFKA_VERSION"
-JAVA="${JAVA_HOME:+$JAVA_HOME/bin/}java"
-command -v "$JAVA" >/dev/null || die "java not found (Java 17+ is required)"
-
-ensure_kafka_libs "$POM" "$KAFKA_VERSION" "$LIBS_DIR"
+kafka_client_classpath "$POM"
 
 args=("$@")
 if [[ " ${args[*]-} " != *" --bootstrap-server "* ]]; then

@@ -2,20 +2,11 @@ import { expect } from 'chai';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { ConfigError, loadConfig } from '../../../src/config/config.js';
+import { loadConfig } from '../../../src/config/config.js';
+import { configRefusal } from '../../support/config-refusal.js';
 import { clickHouseConnectionOptions } from '../../../src/store/clickhouse-connection-options.js';
 
 const SECRET = 's'.repeat(32);
-
-function configError(env: Record<string, string>): ConfigError {
-  try {
-    loadConfig(env);
-  } catch (error) {
-    if (error instanceof ConfigError) return error;
-    throw error;
-  }
-  throw new Error('expected a ConfigError');
-}
 
 describe('loadConfig', () => {
   it('gives the embedded defaults with nothing set', () => {
@@ -119,7 +110,7 @@ describe('loadConfig', () => {
     [{ KAFKA_BROKERS: 'k:9092', AUTH_JWT_SECRET: SECRET, KAFKA_REPLICATION_FACTOR: '2', KAFKA_MIN_INSYNC_REPLICAS: '3' }, 'KAFKA_MIN_INSYNC_REPLICAS'],
   ] as const) {
     it(`stops with one message naming ${variable} for ${JSON.stringify(env)}`, () => {
-      const error = configError(env);
+      const error = configRefusal(env);
       expect(error.variable).to.equal(variable);
       expect(error.message).to.match(new RegExp(`^${variable}: `));
     });
@@ -187,7 +178,7 @@ describe('loadConfig', () => {
   it('allows split roles only with Kafka and a ClickHouse server', () => {
     const config = loadConfig({ ROLE: 'consumer', KAFKA_BROKERS: 'k:9092', CLICKHOUSE_URL: 'http://ch:8123', AUTH_JWT_SECRET: SECRET });
     expect(config.role).to.equal('consumer');
-    expect(configError({ ROLE: 'consumer', CLICKHOUSE_URL: 'http://ch:8123', AUTH_JWT_SECRET: SECRET }).variable).to.equal('ROLE');
+    expect(configRefusal({ ROLE: 'consumer', CLICKHOUSE_URL: 'http://ch:8123', AUTH_JWT_SECRET: SECRET }).variable).to.equal('ROLE');
   });
 
   it('reads the HTTP server time limits, with their defaults', () => {
@@ -372,7 +363,7 @@ describe('loadConfig: TLS and SASL towards Kafka and ClickHouse', () => {
     [{ AUTH_JWT_SECRET: SECRET, CURSOR_SECRET_FILE: passwordFile }, 'CURSOR_SECRET_FILE'],
   ] as const) {
     it(`stops naming ${variable}, without the secret, for ${Object.keys(env).filter((k) => !(k in kafka)).join(', ')}`, () => {
-      const error = configError(env);
+      const error = configRefusal(env);
       expect(error.variable).to.equal(variable);
       expect(error.message).to.match(new RegExp(`^${variable}: `));
       expect(error.message).not.to.include(PASSWORD);
@@ -380,6 +371,6 @@ describe('loadConfig: TLS and SASL towards Kafka and ClickHouse', () => {
   }
 
   it('names the path of a file it cannot read, and says why', () => {
-    expect(configError({ ...kafka, KAFKA_SSL: 'true', KAFKA_SSL_CA_FILE: missing }).message).to.equal(`KAFKA_SSL_CA_FILE: cannot read ${missing}: no such file`);
+    expect(configRefusal({ ...kafka, KAFKA_SSL: 'true', KAFKA_SSL_CA_FILE: missing }).message).to.equal(`KAFKA_SSL_CA_FILE: cannot read ${missing}: no such file`);
   });
 });

@@ -1,23 +1,14 @@
 import { expect } from 'chai';
-import { ConfigError, loadConfig } from '../../../src/config/config.js';
+import { loadConfig } from '../../../src/config/config.js';
+import { configRefusal } from '../../support/config-refusal.js';
 
 const SECRET = 'q'.repeat(32);
-
-function refusal(env: Record<string, string>): ConfigError {
-  try {
-    loadConfig(env);
-  } catch (error) {
-    if (error instanceof ConfigError) return error;
-    throw error;
-  }
-  throw new Error('expected a ConfigError');
-}
 
 describe('loadConfig: security settings', () => {
   describe('a production start', () => {
     for (const value of ['production', 'Production', ' PROD ']) {
       it(`is refused on the development secret with NODE_ENV=${value.trim()}, naming every auth variable`, () => {
-        const error = refusal({ NODE_ENV: value });
+        const error = configRefusal({ NODE_ENV: value });
         expect(error.message).to.match(/^NODE_ENV: /);
         for (const name of ['AUTH_JWT_SECRET', 'AUTH_JWT_SECRET_FILE', 'AUTH_JWKS_URL', 'AUTH_OIDC_ISSUER', 'AUTH_PUBLIC_KEY']) expect(error.message).to.include(name);
       });
@@ -49,7 +40,7 @@ describe('loadConfig: security settings', () => {
       [{ AUTH_TOKEN_TYPE: 'at jwt' }, 'AUTH_TOKEN_TYPE'],
       [{ AUTH_TOKEN_TYPE: 'a/b/c' }, 'AUTH_TOKEN_TYPE'],
     ] as const) {
-      it(`refuses ${JSON.stringify(env)}`, () => expect(refusal(env).message).to.match(new RegExp(`^${name}: `)));
+      it(`refuses ${JSON.stringify(env)}`, () => expect(configRefusal(env).message).to.match(new RegExp(`^${name}: `)));
     }
   });
 
@@ -73,7 +64,7 @@ describe('loadConfig: security settings', () => {
       [{ TRUSTED_PROXIES: '10.0.0.0/33' }, 'TRUSTED_PROXIES'],
       [{ TRUSTED_PROXIES: '10.0.0.1,' }, 'TRUSTED_PROXIES'],
     ] as const) {
-      it(`refuses ${JSON.stringify(env)}`, () => expect(refusal(env).message).to.match(new RegExp(`^${name}: `)));
+      it(`refuses ${JSON.stringify(env)}`, () => expect(configRefusal(env).message).to.match(new RegExp(`^${name}: `)));
     }
   });
 });
