@@ -98,6 +98,14 @@ export async function holdLedger(s: KafkaSuite, tenant: Tenant, deadLetters: Top
     return `committed / end per partition: ${[...ends].map(([p, end]) => `${p}: ${committed.get(p) ?? -1}/${end}`).join(', ')}`;
   };
 
+  // Messages that must not be on the DLQ and are, with the reason the consumer gave.
+  const misplaced = (found: readonly ReceivedMessage[]): string[] => {
+    const wrong = found.flatMap((m) => {
+      const e = ours.get(`${m.headers['dlq-source-partition']}/${m.headers['dlq-source-offset']}`);
+      return e && e.fate.kind !== 'dlq' ? [`${describe(e)} as ${m.headers['dlq-reason']} (${m.headers['dlq-detail']})`] : [];
+    });
+    return wrong.length === 0 ? [] : [`${wrong.length} not invalid, yet on the DLQ: ${wrong.slice(0, 12).join('; ')}`];
+  };
   let feed: CanonicalEvent[] = [];
   let letters: ReceivedMessage[] = [];
   /** The feed's last refusal: a 503 while the store is slow to answer a read says nothing of what was ingested, so the poll goes on. */
@@ -128,6 +136,7 @@ export async function holdLedger(s: KafkaSuite, tenant: Tenant, deadLetters: Top
         ...(feedError === undefined ? [] : [`the feed's last answer: ${(feedError as Error).message}`]),
         ...listed('valid, missing from the feed', missingFeed),
         ...listed('invalid, missing from the DLQ', missingDlq),
+        ...misplaced(letters),
         ...firstUnaccounted([...missingFeed, ...missingDlq]),
         await offsetsReport(),
       ].join('\n  '));
