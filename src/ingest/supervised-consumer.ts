@@ -126,7 +126,13 @@ export function createSupervisedConsumer(options: SupervisedConsumerOptions): Su
     pauseAll() {
       stopping = true;
       clearTimeout(replacement);
-      consumer.pause(options.topics.map((topic) => ({ topic })));
+      try {
+        consumer.pause(options.topics.map((topic) => ({ topic })));
+      } catch (error) {
+        // A consumer that never joined its group (a broker down since the start, a crash
+        // before the join) fetches nothing to pause; the stop goes on to disconnect it.
+        logger.info({ err: error }, 'the ingest consumer had not joined its group; nothing to pause');
+      }
     },
     async stop() {
       stopping = true;
