@@ -1,8 +1,9 @@
 import { expect } from 'chai';
-import type { CanonicalEvent, CanonicalEventPageResponse } from '../../../src/generated/schema-types.js';
+import type { CanonicalEvent } from '../../../src/generated/schema-types.js';
 import { fromStoreTimestamp, toStoreTimestamp } from '../../../src/store/timestamps.js';
 import { canonicalEvent } from '../../support/factories.js';
 import type { TestGateway, Tenant } from '../../support/test-gateway.js';
+import { wholeFeed } from '../kafka/feed-helpers.js';
 import { describeOnEachStore } from './gateways.js';
 
 /** What the feed must show for a message text: what JSON.parse reads from it, as the store normalizes it. */
@@ -83,9 +84,9 @@ describeOnEachStore('an event message stored as its own text', (gateway) => {
       const result = await gw.runtime.ingestor.ingestMessages([{ value: Buffer.from(value) }]);
       expect(result.rejected.map((r) => r.detail)).to.deep.equal([]);
       expect(result.stored).to.equal(1);
-      const headers = await tenant.headers();
-      const feed = await gw.call<CanonicalEventPageResponse>('GET', `/projects/${tenant.projectId}/events?limit=100`, { headers });
-      expect(feed.body.data.items.filter((e) => e.id === expected.id)).to.deep.equal([expected]);
+      // The whole feed: a page may end short of the history (docs/decisions/feed-storage.md, "Windows"), and a leap second of 2016 lies deep in it.
+      const feed = await wholeFeed(gw, tenant);
+      expect(feed.filter((e) => e.id === expected.id)).to.deep.equal([expected]);
     });
   }
 
@@ -101,11 +102,10 @@ describeOnEachStore('an event message stored as its own text', (gateway) => {
     const result = await gw.runtime.ingestor.ingestMessages(values.map((v) => ({ value: Buffer.from(v) })));
     expect(result.rejected.map((r) => r.detail)).to.deep.equal([]);
     expect(result.stored).to.equal(values.length);
-    const headers = await history.headers();
-    const feed = await gw.call<CanonicalEventPageResponse>('GET', `/projects/${history.projectId}/events?limit=200&device_id=${device}`, { headers });
-    expect(feed.body.data.items).to.have.length(200);
-    expect(feed.body.meta.has_more).to.equal(true);
-    expect(feed.body.data.items[0]!.occurred_at).to.equal('2025-12-15T12:00:00.000000Z');
+    const feed = await wholeFeed(gw, history);
+    expect(feed).to.have.length(240);
+    expect(new Set(feed.map((e) => e.device_id))).to.deep.equal(new Set([device]));
+    expect([feed[0]!.occurred_at, feed.at(-1)!.occurred_at]).to.deep.equal(['2025-12-15T12:00:00.000000Z', '2006-01-15T12:00:00.000000Z']);
   });
 
   it('stores a batch of such texts together, each as validation read it', async () => {
@@ -114,10 +114,8 @@ describeOnEachStore('an event message stored as its own text', (gateway) => {
     expect(result.rejected.map((r) => r.detail)).to.deep.equal([]);
     expect(result.stored).to.equal(values.length);
     const expected = values.map(asFeedShows);
-    const headers = await tenant.headers();
-    const feed = await gw.call<CanonicalEventPageResponse>('GET', `/projects/${tenant.projectId}/events?limit=100`, { headers });
     const ids = new Set(expected.map((e) => e.id));
-    const shown = feed.body.data.items.filter((e) => ids.has(e.id));
+    const shown = (await wholeFeed(gw, tenant)).filter((e) => ids.has(e.id));
     expect(shown).to.have.deep.members(expected);
   });
 });
