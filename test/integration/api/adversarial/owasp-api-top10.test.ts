@@ -21,7 +21,9 @@ const enrollPath = (projectId: string) => `/projects/${projectId}/fleets/${uuid(
 async function countCommands(mg: ModeGateway, commandId: string): Promise<number> {
   const ch = mg.gateway.config.clickhouse!;
   const query = `SELECT count() FROM ${ch.database}.command_log WHERE command_id = '${commandId}' FORMAT TabSeparated`;
-  const res = await fetch(`${ch.url}/?query=${encodeURIComponent(query)}`);
+  // As the gateway connects: a server in a container has a user and password (testcontainers mode).
+  const credentials: Record<string, string> = ch.username === undefined ? {} : { authorization: `Basic ${Buffer.from(`${ch.username}:${ch.password ?? ''}`).toString('base64')}` };
+  const res = await fetch(`${ch.url}/?query=${encodeURIComponent(query)}`, { headers: credentials });
   expect(res.status, 'ClickHouse answered the count').to.equal(200);
   return Number((await res.text()).trim());
 }
