@@ -62,8 +62,14 @@ export function buildEnrollment(input: EnrollInput, topic: string, env: CommandE
   };
 }
 
-/** How often a request waiting for another's acknowledgement reads the record again. */
-const ACK_POLL_MS = 50;
+/** How often a request waiting for another's acknowledgement reads the record again: from the first delay, doubling, up to the last. */
+const ACK_POLL_FIRST_MS = 50;
+const ACK_POLL_MAX_MS = 400;
+/** Delays between tries to record an acknowledgement, doubling up to the last. */
+const ACK_WRITE_RETRY_FIRST_MS = 100;
+const ACK_WRITE_RETRY_MAX_MS = 1000;
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 const keyReused = () =>
   new AppError('IDEMPOTENCY_KEY_REUSED', 'Idempotency-Key reused', {
@@ -89,34 +95,58 @@ export function createEnrollDevice(deps: {
   topic: string;
   env: CommandEnvironment;
   /**
-   * How long a publish may take before its request gives up (COMMAND_TIMEOUT_MS plus a
-   * margin): a claim without an acknowledgement younger than this may still be publishing.
+   * How long a claim without an acknowledgement is taken to be in progress, from its
+   * making: the publish's own bound (COMMAND_TIMEOUT_MS) and then the acknowledgement's
+   * write. The claimant tries to record the acknowledgement until then; a racing request
+   * waits for it until then, and publishes the claim itself only after.
    */
-  publishWindowMs: number;
+  claimLeaseMs: number;
   /** Hears of an acknowledgement the idempotency store could not record (for a log line). */
   onAckNotRecorded?: (error: unknown) => void;
 }): EnrollDevice {
   const inFlight = new Map<string, { readonly digest: string; readonly answer: Promise<EnrollmentAccepted> }>();
 
+  /**
+   * Records the acknowledgement, trying again while the claim's lease lasts: a store
+   * that answers slowly for a moment must not make a racing request publish a copy. The
+   * command is durable whatever happens here: an acknowledgement never recorded only
+   * lets a later retry publish the same command_id again.
+   */
+  async function acknowledge(ref: IdempotencyKeyRef, digest: string, ack: string, leaseEnds: number): Promise<void> {
+    for (let delay = ACK_WRITE_RETRY_FIRST_MS; ; delay = Math.min(delay * 2, ACK_WRITE_RETRY_MAX_MS)) {
+      try {
+        await deps.idempotency.acknowledge(ref, digest, ack);
+        return;
+      } catch (error) {
+        if (Date.now() + delay >= leaseEnds) {
+          deps.onAckNotRecorded?.(error);
+          return;
+        }
+        await sleep(delay);
+      }
+    }
+  }
+
   async function enrollOnce(input: EnrollInput, ref: IdempotencyKeyRef, digest: string): Promise<EnrollmentAccepted> {
     const mine = buildEnrollment(input, deps.topic, deps.env, keyedCommandId(ref, digest));
     const entry = { fingerprint: digest, record: JSON.stringify(mine) };
+    // Taken before the claim is made, so this process never counts on more lease than the store gave it.
+    const leaseEnds = Date.now() + deps.claimLeaseMs;
     let first = await deps.idempotency.claim(ref, entry);
     if (first.fingerprint !== digest) throw keyReused();
-    // Another request's claim, young enough that its publish may still be under way: wait
-    // for its acknowledgement rather than send a copy beside it. Past the publish's own
-    // time bound that request has answered 503 or died, and its claim is published here.
-    while (first.ack === undefined && first.record !== entry.record && (first.ageMs ?? Infinity) < deps.publishWindowMs) {
-      await new Promise((resolve) => setTimeout(resolve, ACK_POLL_MS));
+    // Another request's claim, within its lease: its publish or its acknowledgement may
+    // still be under way, so wait for the acknowledgement rather than send a copy beside
+    // it. Past the lease that request has answered 503 or died, and its claim is published here.
+    const othersInLease = () => first.ack === undefined && first.record !== entry.record && (first.ageMs ?? Infinity) < deps.claimLeaseMs;
+    for (let delay = ACK_POLL_FIRST_MS; othersInLease(); delay = Math.min(delay * 2, ACK_POLL_MAX_MS)) {
+      await sleep(delay);
       first = await deps.idempotency.claim(ref, entry);
     }
     const accepted = JSON.parse(first.record) as AcceptedEnrollment;
     // Acknowledged before: the command is on its topic, and a retry must not add a copy.
     if (first.ack !== undefined) return accepted.response;
     const ack = await deps.publisher.publish(accepted.publish);
-    // The command is durable whatever happens here: a record that failed to note the
-    // acknowledgement only lets a later retry publish the same command_id again.
-    await deps.idempotency.acknowledge(ref, digest, JSON.stringify(ack)).catch((error: unknown) => deps.onAckNotRecorded?.(error));
+    await acknowledge(ref, digest, JSON.stringify(ack), first.record === entry.record ? leaseEnds : Date.now() + deps.claimLeaseMs);
     return accepted.response;
   }
 
