@@ -2,8 +2,9 @@ import { NIL_UUID } from '../ids/uuid.js';
 import type { Logger } from '../observability/logger.js';
 import type { EventStore, TailPosition } from '../store/event-store.js';
 import type { LiveTail, LiveTailMetrics, LiveTailSettings } from './live-tail-types.js';
-import { createSharedPoller } from './shared-poller.js';
+import { createSharedPoller, type StoreHorizon } from './shared-poller.js';
 import { createSharedReads } from './shared-reads.js';
+import type { StoredBatches } from './stored-batches.js';
 import { createTailCaps } from './tail-caps.js';
 import { catchUp } from './tail-catch-up.js';
 import { createTailFanOut } from './tail-fan-out.js';
@@ -25,7 +26,14 @@ export { TAIL_BATCH_ROWS } from './tail-catch-up.js';
  * at or after the shared position, and joins there (tail-join.ts). So the store's reads
  * per second depend on the number of streams catching up, not on the number open.
  */
-export function createLiveTail(deps: { store: EventStore; settings: LiveTailSettings; logger: Logger; metrics?: LiveTailMetrics | undefined }): LiveTail {
+export function createLiveTail(deps: {
+  store: EventStore;
+  settings: LiveTailSettings;
+  logger: Logger;
+  metrics?: LiveTailMetrics | undefined;
+  /** Where this process ingests: its inserts, so the shared read follows them past the horizon (shared-poller.ts). */
+  stored?: StoredBatches | undefined;
+}): LiveTail {
   const { store, settings, logger, metrics } = deps;
   const caps = createTailCaps(settings);
   const open = new Map<TailStream, Promise<void>>();
@@ -39,9 +47,14 @@ export function createLiveTail(deps: { store: EventStore; settings: LiveTailSett
 
   const fanOut = createTailFanOut({ settings, logger, metrics, changed: report });
   // One clock query for every stream starting at the same moment, and for the shared read beside them.
-  const horizons = createSharedReads<string>();
-  const horizon = () => horizons.read('horizon', () => store.tailHorizon(settings.settleMs));
-  const poller = createSharedPoller({ store, settings, logger, metrics, fanOut, horizon, closed: closed.signal });
+  const horizons = createSharedReads<StoreHorizon>();
+  const storeHorizon = () =>
+    horizons.read('horizon', async () => {
+      const askedAt = performance.now();
+      return { text: await store.tailHorizon(settings.settleMs), askedAt };
+    });
+  const horizon = async () => (await storeHorizon()).text;
+  const poller = createSharedPoller({ store, settings, logger, metrics, fanOut, horizon: storeHorizon, stored: deps.stored, closed: closed.signal });
 
   async function run(stream: TailStream, start: TailPosition): Promise<void> {
     catchingUp += 1;
