@@ -1,23 +1,11 @@
+import type { LiveTailConfig } from '../config/config.js';
 import type { CanonicalEvent } from '../generated/schema-types.js';
 import type { GatewayMetrics } from '../metrics/gateway-metrics.js';
 import type { Logger } from '../observability/logger.js';
 import type { TailFilters, TailPosition } from '../store/event-store.js';
 
-export interface LiveTailSettings {
-  /** Only rows ingested at least this long ago are read: concurrent inserts become visible out of ingested_at order. */
-  readonly settleMs: number;
-  readonly pollMs: number;
-  /** A comment line goes out after this long without any other line, so proxies keep the connection. */
-  readonly heartbeatMs: number;
-  /** Open streams per organization on this process. */
-  readonly maxPerOrg: number;
-  /** Open streams per caller (the token's subject) on this process, whichever organizations it names. */
-  readonly maxPerCaller: number;
-  /** Open streams on this process in all. */
-  readonly maxPerProcess: number;
-  /** Bytes a stream may have queued for a client that does not read them; past this it is closed (the client resumes). */
-  readonly maxBufferBytes: number;
-}
+/** The live tail's settings, as the configuration parses them (STREAM_* in docs/configuration.md). */
+export type LiveTailSettings = LiveTailConfig;
 
 export interface TailRequest {
   readonly orgId: string;
