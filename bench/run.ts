@@ -39,6 +39,8 @@ const settings = {
   INGEST_BATCH_SIZE: number('INGEST_BATCH_SIZE', 50_000),
   BENCH_TAIL_COUNTS: env['BENCH_TAIL_COUNTS'] ?? '10,1000,10000',
   BENCH_TAIL_RATE: number('BENCH_TAIL_RATE', 200),
+  /** BENCH_TAIL_FAIRNESS=0 runs only the tail counts, not the feed-beside-one-caller runs. */
+  BENCH_TAIL_FAIRNESS: number('BENCH_TAIL_FAIRNESS', 1),
 };
 const scenarios = (env['BENCH_SCENARIOS'] ?? DEFAULT_SCENARIOS.join(',')).split(',').map((s) => s.trim());
 const KNOWN_SCENARIOS = [...DEFAULT_SCENARIOS, ...NAMED_SCENARIOS];
@@ -68,7 +70,7 @@ try {
     'feed-scale': () => measureFeedAtScale(ctx, settings.BENCH_FEED_SCALE_SIZES.split(',').map(Number), settings.INGEST_BATCH_SIZE),
     embedded: () => measureEmbedded(ctx, settings.BENCH_EMBEDDED_EVENTS),
     memory: () => measureMemory(ctx, settings.BENCH_SOAK_SECONDS),
-    tail: () => measureTail(ctx, settings.BENCH_TAIL_COUNTS.split(',').map(Number), settings.BENCH_TAIL_RATE),
+    tail: () => measureTail(ctx, settings.BENCH_TAIL_COUNTS.split(',').map(Number), settings.BENCH_TAIL_RATE, settings.BENCH_TAIL_FAIRNESS !== 0),
   };
   for (const name of scenarios) {
     console.error(`bench: ${name}`);

@@ -12,6 +12,7 @@ import { request, type IncomingMessage } from 'node:http';
 import { Kafka, logLevel } from 'kafkajs';
 import { permissions } from '../../src/auth/principal.js';
 import { signHs256Token } from '../../src/auth/sign-token.js';
+import { decodeTailPosition } from '../../src/feed/tail-position.js';
 import { summarize } from './latency.js';
 
 interface Spec {
@@ -32,6 +33,10 @@ const spec = JSON.parse(process.argv[2] ?? '{}') as Spec;
 const projects = Array.from({ length: spec.projects }, () => ({ orgId: randomUUID(), projectId: randomUUID() }));
 const allOrgs = projects.map((p) => p.orgId);
 const delays: number[] = [];
+// The delay split at the row's ingested_at (the store's clock, on this machine the same as ours):
+// produce → stored is Kafka, the consumer's batch wait and the insert; stored → received is the tail's own part.
+const toStored: number[] = [];
+const fromStored: number[] = [];
 let delivered = 0;
 let refused = 0;
 const refusals = new Map<string, number>();
@@ -67,6 +72,7 @@ function open(project: { orgId: string; projectId: string }, token: string): Pro
       }
       sockets.push(res);
       let pending = '';
+      let lastId: string | undefined;
       res.setEncoding('utf8');
       res.on('data', (chunk: string) => {
         pending += chunk;
@@ -74,11 +80,19 @@ function open(project: { orgId: string; projectId: string }, token: string): Pro
         while (nl !== -1) {
           const line = pending.slice(0, nl);
           pending = pending.slice(nl + 1);
-          if (line.startsWith('data: {"id"')) {
+          if (line.startsWith('id: ')) lastId = line.slice(4);
+          else if (line.startsWith('data: {"id"')) {
             const sent = /"sent_ms":(\d+)/.exec(line);
             if (sent !== null) {
-              delays.push(Date.now() - Number(sent[1]));
+              const now = Date.now();
+              delays.push(now - Number(sent[1]));
               delivered += 1;
+              const stored = lastId === undefined ? undefined : decodeTailPosition(lastId);
+              if (stored !== undefined) {
+                const storedMs = Date.parse(`${stored.ingestedAt.replace(' ', 'T')}Z`);
+                toStored.push(storedMs - Number(sent[1]));
+                fromStored.push(now - storedMs);
+              }
             }
           }
           nl = pending.indexOf('\n');
@@ -157,7 +171,11 @@ if (spec.brokers !== undefined && spec.brokers.length > 0) {
   const drainMs = spec.drainMs ?? 15_000;
   while (delivered < expected && Date.now() - lastSend < drainMs) await new Promise((r) => setTimeout(r, 100));
   const maxMs = delays.reduce((m, d) => Math.max(m, d), 0);
-  summary = { sent, expected, delivered, maxMs, ...summarize(delays) };
+  const part = (xs: number[]) => {
+    const { p50Ms, p99Ms } = summarize(xs);
+    return { p50Ms, p99Ms, maxMs: xs.at(-1) ?? NaN };
+  };
+  summary = { sent, expected, delivered, maxMs, ...summarize(delays), toStored: part(toStored), fromStored: part(fromStored) };
   const cpu = process.cpuUsage(cpuStart);
   summary['generatorCores'] = Number(((cpu.user + cpu.system) / 1000 / (performance.now() - wallStart)).toFixed(2));
   summary['closedEarly'] = closedEarly;

@@ -191,7 +191,7 @@ function parseIngest(env: Env): Config['ingest'] {
 export interface LiveTailConfig {
   /** Rows ingested less than this long ago are not read yet: inserts become visible out of ingested_at order (STREAM_SETTLE_MS). */
   readonly settleMs: number;
-  /** Pause between polls of an idle stream (STREAM_POLL_MS). */
+  /** Interval between the starts of the live tail's shared reads (STREAM_POLL_MS). */
   readonly pollMs: number;
   /** A comment line after this long without any other line (STREAM_HEARTBEAT_MS). */
   readonly heartbeatMs: number;

@@ -10,6 +10,7 @@ import type { Config } from '../config/config.js';
 import { createCursorCodec } from '../feed/cursor.js';
 import { createFeedService } from '../feed/feed-service.js';
 import { createLiveTail } from '../feed/live-tail.js';
+import { createStoredBatches, type StoredBatches } from '../feed/stored-batches.js';
 import { createApp, type ApiDependencies } from '../http/app.js';
 import { createOrgRateLimiter } from '../http/org-rate-limiter.js';
 import { createEventIngestor, type EventIngestor } from '../ingest/event-ingestor.js';
@@ -55,13 +56,13 @@ function apiDependencies(
   config: Config,
   logger: Logger,
   env: CommandEnvironment,
-  parts: { idempotency: IdempotencyStore; store: EventStore; publisher: CommandPublisher; schemas: SchemaRegistry; metrics: GatewayMetrics },
+  parts: { idempotency: IdempotencyStore; store: EventStore; publisher: CommandPublisher; schemas: SchemaRegistry; metrics: GatewayMetrics; stored: StoredBatches },
 ): ApiDependencies {
   return {
     verifier: createVerifier(config, logger),
     schemas: parts.schemas,
     feed: createFeedService({ store: parts.store, cursors: createCursorCodec(cursorKey(config, logger)) }),
-    liveTail: createLiveTail({ store: parts.store, settings: config.liveTail, logger, metrics: parts.metrics }),
+    liveTail: createLiveTail({ store: parts.store, settings: config.liveTail, logger, metrics: parts.metrics, stored: parts.stored }),
     enroll: createEnrollDevice({
       publisher: parts.publisher,
       idempotency: parts.idempotency,
@@ -109,7 +110,9 @@ export async function startRuntime(config: Config, logger: Logger, env: CommandE
   };
   try {
     const schemas = createSchemaRegistry();
-    const store = createClickHouseEventStore(transport);
+    // The live tail reads right after this process's own inserts pass its horizon (docs/decisions/live-tail.md).
+    const stored = createStoredBatches();
+    const store = stored.observe(createClickHouseEventStore(transport));
     const ingestor = createEventIngestor({ store, schemas });
     const metrics = createGatewayMetrics();
     let closing = false;
@@ -147,7 +150,7 @@ export async function startRuntime(config: Config, logger: Logger, env: CommandE
       closers.push(() => publisher.close());
       const idempotency = await openIdempotencyStore(transport, config);
       logger.info({ compareAndSet: idempotency.compareAndSet }, idempotency.compareAndSet ? 'Idempotency-Key records in KeeperMap' : 'Idempotency-Key records in the idempotency_keys table');
-      api = apiDependencies(config, logger, env, { idempotency, store, publisher, schemas, metrics });
+      api = apiDependencies(config, logger, env, { idempotency, store, publisher, schemas, metrics, stored });
     }
     const separateOps = config.opsPort !== undefined;
     let ops: HttpServer | undefined;

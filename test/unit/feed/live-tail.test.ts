@@ -1,10 +1,12 @@
 import { expect } from 'chai';
 import { AppError } from '../../../src/errors/app-error.js';
 import { createLiveTail, SLOW_READER_NOTICE, type ClosingNotice, type LiveTail, type LiveTailSettings, type TailMessage, type TailRequest, type TailSink } from '../../../src/feed/live-tail.js';
+import { createStoredBatches } from '../../../src/feed/stored-batches.js';
 import { decodeTailPosition } from '../../../src/feed/tail-position.js';
 import type { CanonicalEvent } from '../../../src/generated/schema-types.js';
 import { createLogger } from '../../../src/observability/logger.js';
 import type { EventStore, TailBatch, TailFilters, TailPosition } from '../../../src/store/event-store.js';
+import { storableEvent } from '../../../src/store/event-rows.js';
 import { canonicalEvent, uuid } from '../../support/factories.js';
 import { waitFor } from '../../support/wait-for.js';
 
@@ -172,9 +174,32 @@ describe('live tail: shared reads fanned out in memory', () => {
     }
     // Reads did not grow with the streams: none of their own, and one shared read (with its horizon) per poll for all 30 projects.
     expect(mem.reads.own).to.equal(0);
-    // (A read in flight has asked for its horizon already.)
-    expect(mem.reads.horizon - startsHorizon).to.be.within(mem.reads.shared - startsShared, mem.reads.shared - startsShared + 1);
+    // (A read in flight at either count has asked for its horizon and not yet for its rows.)
+    expect(mem.reads.horizon - startsHorizon).to.be.within(mem.reads.shared - startsShared - 1, mem.reads.shared - startsShared + 1);
     expect(mem.reads.sharedScopes.slice(-3)).to.deep.equal([30, 30, 30]);
+  });
+
+  it("reads right after this process's own insert passes the horizon, not at the next poll, and only then", async () => {
+    const mem = memoryTailStore();
+    const stored = createStoredBatches();
+    const store = stored.observe({ ...mem.store, insertEvents: async (events) => mem.insert(events.map((e) => e.event)) });
+    // A poll a minute apart: only the read that follows the insert can bring its event within the test.
+    const settings = { ...SETTINGS, settleMs: 300, pollMs: 60_000 };
+    tail = createLiveTail({ store, settings, logger, stored });
+    const orgId = uuid();
+    const projectId = uuid();
+    const client = memorySink();
+    await tail.start(request(orgId, projectId), client.sink);
+    await waitFor('the stream to join, and the read that follows', async () => (tail.stats.live === 1 && mem.reads.shared === 1 ? true : undefined));
+    const readsBefore = mem.reads.shared;
+    const event = canonicalEvent({ org_id: orgId, project_id: projectId });
+    const insertedAt = performance.now();
+    await store.insertEvents([storableEvent(event)]);
+    await waitFor('the event', async () => (client.messages.length === 1 ? true : undefined), 10_000, 10);
+    // Not before its rows passed the horizon: the settle window still holds.
+    expect(performance.now() - insertedAt).to.be.at.least(settings.settleMs);
+    expect(client.ids()).to.deep.equal([event.id]);
+    expect(mem.reads.shared - readsBefore).to.equal(1);
   });
 
   it('lets a stream resumed from far behind catch up on its own reads, then join, with nothing missed or sent twice', async () => {
