@@ -2,8 +2,10 @@ import { Parser } from '@asyncapi/parser';
 import { expect } from 'chai';
 import { asyncApiDocument } from '../../../src/asyncapi/asyncapi-document.js';
 import type { CommandContext, CommandEnvironment } from '../../../src/commands/command-context.js';
-import { buildEnrollment } from '../../../src/commands/enroll-device.js';
-import { buildEdgePolicyUpdate } from '../../../src/commands/update-edge-policy.js';
+import { edgePolicy } from '../../../src/commands/catalogue/edge-policy.js';
+import { enrollment } from '../../../src/commands/catalogue/enrollment.js';
+import { commandTopics } from '../../../src/commands/catalogue.js';
+import { acceptCommand } from '../../../src/commands/command-handler.js';
 import { loadConfig } from '../../../src/config/config.js';
 import { deadLetterMessage, deadLetterReference } from '../../../src/ingest/dead-letter.js';
 import { REJECT_REASONS } from '../../../src/ingest/event-ingestor.js';
@@ -55,7 +57,7 @@ describe('AsyncAPI document', () => {
   it('has one channel for each topic the product reads or writes, at its default name', () => {
     const { topics } = loadConfig({});
     const addresses = Object.values(document().channels).map((c) => c.address);
-    expect(addresses).to.have.members([...topics.events, topics.enrollmentCommands, topics.edgePolicyCommands, topics.deadLetter]);
+    expect(addresses).to.have.members([...topics.events, ...commandTopics(topics).map(({ topic }) => topic), topics.deadLetter]);
   });
 
   it('gives the message values the schemas of schemas/ themselves, and carries no other schema', () => {
@@ -78,14 +80,14 @@ describe('AsyncAPI document', () => {
     const check = messageCheck(document());
     const path = { project_id: uuid(), fleet_id: uuid(), device_id: uuid() };
     const enrollments = [
-      buildEnrollment({ context: context(), path, body: { display_name: 'Pump 7' }, idempotencyKey: 'key-1' }, 'core.device-enrollment.commands', env),
-      buildEnrollment({ context: context({ trace: undefined }), path, body: {}, idempotencyKey: undefined }, 'core.device-enrollment.commands', env),
+      acceptCommand(enrollment, { context: context(), path, body: { display_name: 'Pump 7' }, idempotencyKey: 'key-1' }, 'core.device-enrollment.commands', env),
+      acceptCommand(enrollment, { context: context({ trace: undefined }), path, body: {}, idempotencyKey: undefined }, 'core.device-enrollment.commands', env),
     ].map((built) => asRead(built.publish));
     expect(enrollments[0]!.headers).to.include.keys('traceparent', 'idempotency-key', 'request-id');
     for (const record of enrollments) expect(check.problems('EnrollmentCommand', record)).to.deep.equal([]);
 
     const { project_id, fleet_id } = path;
-    const edge = asRead(buildEdgePolicyUpdate({ context: context(), path: { project_id, fleet_id }, patch: { sync: { every_s: 30 } } }, 'core.edge-policy.commands', env).publish);
+    const edge = asRead(acceptCommand(edgePolicy, { context: context(), path: { project_id, fleet_id }, body: { sync: { every_s: 30 } }, idempotencyKey: undefined }, 'core.edge-policy.commands', env).publish);
     expect(edge.key).to.equal(fleet_id);
     expect(check.problems('EdgePolicyCommand', edge)).to.deep.equal([]);
 
