@@ -54,11 +54,10 @@ export interface CommandEntry<
   readonly topic: CommandTopic<TopicKey>;
   /** The path parameter its messages are keyed by: one such thing's commands stay in order on one partition. */
   readonly partitionKey: string;
-  /**
-   * Present when the command takes an Idempotency-Key: keys are scoped by organization, this
-   * name and the path, and `idField` is the answer's field a retry gets again.
-   */
-  readonly idempotency: { readonly scope: string; readonly idField: string } | undefined;
+  /** The answer's field that holds the command's id (its event's correlation_id; what a retry with its Idempotency-Key gets again). */
+  readonly idField: string;
+  /** Present when the command takes an Idempotency-Key: keys are scoped by organization, this name and the path. */
+  readonly idempotency: { readonly scope: string } | undefined;
   /** The command message and the HTTP answer of one accepted request, with its id and time. */
   accept(input: CommandInput<SchemaTypes[P], SchemaTypes[R]>, commandId: string, at: string): { command: SchemaTypes[C]; response: SchemaTypes[A] };
   /** The canonical event the consumer derives from each command (command-event.ts adds ids, times and trace). */
@@ -102,7 +101,7 @@ export function defineCommand<
   entry: CommandEntry<Name, Permission, TopicKey, P, R, A, C> & {
     // Checked here rather than in CommandEntry, so that an entry of particular schemas stays an entry of any.
     readonly partitionKey: keyof SchemaTypes[P] & string;
-    readonly idempotency: { readonly idField: keyof SchemaTypes[A] & string } | undefined;
+    readonly idField: keyof SchemaTypes[A] & string;
   },
 ): CommandEntry<Name, Permission, TopicKey, P, R, A, C> {
   return entry;

@@ -72,7 +72,7 @@ const TAGS = { events: 'events' } as const;
 /** An entry's path and operation: parameters, body and answers follow from its schemas, permission and idempotency. */
 function commandPath(entry: CommandEntry): [string, JsonObject] {
   const path = entry.http.path.replace(/:([a-z_]+)/g, '{$1}');
-  const idempotent = entry.idempotency === undefined ? [] : [idempotencyKey(entry.idempotency.idField)];
+  const idempotent = entry.idempotency === undefined ? [] : [idempotencyKey(entry.idField)];
   const operation = {
     operationId: entry.docs.operationId,
     tags: [entry.docs.tag.name],

@@ -19,6 +19,7 @@ export const edgePolicy = defineCommand({
   },
   topic: { configKey: 'edgePolicyCommands', setting: 'EDGE_POLICY_COMMANDS_TOPIC', default: 'core.edge-policy.commands' },
   partitionKey: 'fleet_id',
+  idField: 'command_id',
   idempotency: undefined,
   accept({ context, path, body }, commandId, at) {
     return {

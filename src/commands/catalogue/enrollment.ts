@@ -20,7 +20,8 @@ export const enrollment = defineCommand({
   },
   topic: { configKey: 'enrollmentCommands', setting: 'ENROLLMENT_COMMANDS_TOPIC', default: 'core.device-enrollment.commands' },
   partitionKey: 'device_id',
-  idempotency: { scope: 'enroll', idField: 'enrollment_id' },
+  idField: 'enrollment_id',
+  idempotency: { scope: 'enroll' },
   accept({ context, path, body, idempotencyKey }, commandId, at) {
     return {
       command: {
