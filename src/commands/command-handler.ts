@@ -66,23 +66,55 @@ const keyReused = () =>
     detail: 'This Idempotency-Key was already used with a different request.',
   });
 
-/** How often a request waiting for another's acknowledgement reads the record again. */
-const ACK_POLL_MS = 50;
+/** How often a request waiting for another's acknowledgement reads the record again: from the first delay, doubling, up to the last. */
+const ACK_POLL_FIRST_MS = 50;
+const ACK_POLL_MAX_MS = 400;
+/** Delays between tries to record an acknowledgement, doubling up to the last. */
+const ACK_WRITE_RETRY_FIRST_MS = 100;
+const ACK_WRITE_RETRY_MAX_MS = 1000;
+
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 
 /**
- * The entry that holds a key, once it is safe to act on. Another request's claim, young
- * enough that its publish may still be under way, is waited for rather than sent again
- * beside it; past the publish's own time bound that request has answered 503 or died, and
- * its claim is the caller's to publish.
+ * The entry that holds a key, once it is safe to act on. Another request's claim, within
+ * its lease: its publish or its acknowledgement may still be under way, so wait for the
+ * acknowledgement rather than send a copy beside it. Past the lease that request has
+ * answered 503 or died, and its claim is the caller's to publish.
  */
-async function settledClaim(store: IdempotencyStore, ref: IdempotencyKeyRef, mine: IdempotencyEntry, publishWindowMs: number): Promise<IdempotencyEntry> {
+async function settledClaim(store: IdempotencyStore, ref: IdempotencyKeyRef, mine: IdempotencyEntry, claimLeaseMs: number): Promise<IdempotencyEntry> {
   let held = await store.claim(ref, mine);
   if (held.fingerprint !== mine.fingerprint) throw keyReused();
-  while (held.ack === undefined && held.record !== mine.record && (held.ageMs ?? Infinity) < publishWindowMs) {
-    await new Promise((resolve) => setTimeout(resolve, ACK_POLL_MS));
+  const othersInLease = () => held.ack === undefined && held.record !== mine.record && (held.ageMs ?? Infinity) < claimLeaseMs;
+  for (let delay = ACK_POLL_FIRST_MS; othersInLease(); delay = Math.min(delay * 2, ACK_POLL_MAX_MS)) {
+    await sleep(delay);
     held = await store.claim(ref, mine);
   }
   return held;
+}
+
+/**
+ * Records the acknowledgement, trying again while the claim's lease lasts: a store that
+ * answers slowly for a moment must not make a racing request publish a copy. The command
+ * is durable whatever happens here: an acknowledgement never recorded only lets a later
+ * retry publish the same command_id again.
+ */
+async function recordAck(
+  store: IdempotencyStore,
+  ack: { readonly ref: IdempotencyKeyRef; readonly digest: string; readonly value: string; readonly leaseEnds: number },
+  onAckNotRecorded: ((error: unknown) => void) | undefined,
+): Promise<void> {
+  for (let delay = ACK_WRITE_RETRY_FIRST_MS; ; delay = Math.min(delay * 2, ACK_WRITE_RETRY_MAX_MS)) {
+    try {
+      await store.acknowledge(ack.ref, ack.digest, ack.value);
+      return;
+    } catch (error) {
+      if (Date.now() + delay >= ack.leaseEnds) {
+        onAckNotRecorded?.(error);
+        return;
+      }
+      await sleep(delay);
+    }
+  }
 }
 
 export interface CommandHandlerDependencies {
@@ -91,10 +123,12 @@ export interface CommandHandlerDependencies {
   readonly topic: string;
   readonly env: CommandEnvironment;
   /**
-   * How long a publish may take before its request gives up (COMMAND_TIMEOUT_MS plus a
-   * margin): a claim without an acknowledgement younger than this may still be publishing.
+   * How long a claim without an acknowledgement is taken to be in progress, from its
+   * making: the publish's own bound (COMMAND_TIMEOUT_MS) and then the acknowledgement's
+   * write. The claimant tries to record the acknowledgement until then; a racing request
+   * waits for it until then, and publishes the claim itself only after.
    */
-  readonly publishWindowMs: number;
+  readonly claimLeaseMs: number;
   /** Hears of an acknowledgement the idempotency store could not record (for a log line). */
   readonly onAckNotRecorded?: (error: unknown) => void;
 }
@@ -120,14 +154,16 @@ export function createCommandHandler<E extends CommandEntry>(entry: E, deps: Com
 
   async function publishOnce(input: InputOf<E>, ref: IdempotencyKeyRef, digest: string): Promise<Answer> {
     const mine = acceptCommand(entry, input, deps.topic, deps.env, keyedCommandId(ref, digest));
-    const held = await settledClaim(deps.idempotency, ref, { fingerprint: digest, record: JSON.stringify(mine) }, deps.publishWindowMs);
+    const record = JSON.stringify(mine);
+    // Taken before the claim is made, so this process never counts on more lease than the store gave it.
+    const leaseEnds = Date.now() + deps.claimLeaseMs;
+    const held = await settledClaim(deps.idempotency, ref, { fingerprint: digest, record }, deps.claimLeaseMs);
     const accepted = JSON.parse(held.record) as AcceptedCommand<Answer['response']>;
     // Acknowledged before: the command is on its topic, and a retry must not add a copy.
     if (held.ack !== undefined) return answerOf(accepted);
     const ack = await deps.publisher.publish(accepted.publish);
-    // The command is durable whatever happens here: a record that failed to note the
-    // acknowledgement only lets a later retry publish the same command_id again.
-    await deps.idempotency.acknowledge(ref, digest, JSON.stringify(ack)).catch((error: unknown) => deps.onAckNotRecorded?.(error));
+    const lease = held.record === record ? leaseEnds : Date.now() + deps.claimLeaseMs;
+    await recordAck(deps.idempotency, { ref, digest, value: JSON.stringify(ack), leaseEnds: lease }, deps.onAckNotRecorded);
     return answerOf(accepted);
   }
 

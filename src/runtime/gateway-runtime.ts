@@ -69,8 +69,9 @@ function apiDependencies(
         idempotency: parts.idempotency,
         topic: config.topics[entry.topic.configKey],
         env,
-        // The publisher's bound, plus a second for the acknowledgement's own write.
-        publishWindowMs: config.commandTimeoutMs + 1000,
+        // The publisher's bound, then five seconds to record the acknowledgement: a store
+        // slow for a moment costs a racing request a longer wait, not a second copy.
+        claimLeaseMs: config.commandTimeoutMs + 5000,
         onAckNotRecorded: (error) => logger.warn({ err: error }, 'an Idempotency-Key acknowledgement was not recorded; a retry may publish the command again'),
       }),
     ),

@@ -11,6 +11,14 @@ export interface KeeperMapIdempotencyOptions {
 
 const DAY_SECONDS = 86_400;
 
+interface HeldRow {
+  readonly fingerprint: string;
+  readonly record: string;
+  readonly created_text: string;
+  readonly live: number;
+  readonly age_ms: number | string;
+}
+
 /** The key of a claim's acknowledgement: the claim is a JSON array, so no claim ends like this. */
 const ackName = (claim: string): string => `${claim}#ack`;
 
@@ -79,31 +87,34 @@ export function createKeeperMapIdempotencyStore(transport: SqlTransport, options
   }
 
   /**
-   * The acknowledgement of `held`, if one was recorded: a row under the claim's name with
-   * a suffix, written once (strict mode), and counted only if it is no older than the
-   * claim, so that one left from an expired claim of the key vouches for nothing.
+   * The key's claim and its acknowledgement, in one read of two Keeper nodes. An
+   * acknowledgement counts only if it is no older than the claim, so that one left from
+   * an expired claim of the key vouches for nothing.
    */
-  async function ackOf(claim: string, held: { fingerprint: string; created_text: string }): Promise<string | undefined> {
-    const [ack] = await transport.query<{ fingerprint: string; record: string; created_text: string }>(
-      `SELECT fingerprint, record, toString(created_at) AS created_text FROM idempotency_claims WHERE claim = {claim:String}`,
-      { claim: ackName(claim) },
+  async function read(claim: string): Promise<{ held: HeldRow | undefined; ack: string | undefined }> {
+    const rows = await transport.query<HeldRow & { claim: string }>(
+      `SELECT claim, fingerprint, record, toString(created_at) AS created_text,
+         created_at > now64(3) - INTERVAL {window:UInt32} SECOND AS live,
+         dateDiff('millisecond', created_at, now64(3)) AS age_ms
+       FROM idempotency_claims WHERE claim IN ({claim:String}, {ack:String})`,
+      { claim, ack: ackName(claim), window },
     );
-    return ack !== undefined && ack.fingerprint === held.fingerprint && ack.created_text >= held.created_text ? ack.record : undefined;
+    const held = rows.find((r) => r.claim === claim);
+    const ack = rows.find((r) => r.claim !== claim);
+    const vouches = held !== undefined && ack !== undefined && ack.fingerprint === held.fingerprint && ack.created_text >= held.created_text;
+    return { held, ack: vouches ? ack.record : undefined };
   }
 
   async function claimOnce(claim: string, entry: IdempotencyEntry): Promise<IdempotencyEntry> {
-    // Each pass either wins, reads a live record, or removes an expired one; a third
-    // pass is only needed when others keep expiring and recreating the key meanwhile.
+    // Read before claiming: requests that wait for another's acknowledgement claim again
+    // and again, and a refused strict insert costs Keeper a write request where a read
+    // costs it none (the race test saw Keeper writes stall behind such retries). Each
+    // pass either finds a live record, removes an expired one, or claims; a later pass is
+    // only needed when others keep expiring and recreating the key meanwhile.
     for (let attempt = 0; attempt < 5; attempt += 1) {
-      if (await insertIfAbsent(claim, entry)) return { ...entry, ageMs: 0 };
-      const [held] = await transport.query<{ fingerprint: string; record: string; created_text: string; live: number; age_ms: number | string }>(
-        `SELECT fingerprint, record, toString(created_at) AS created_text, created_at > now64(3) - INTERVAL {window:UInt32} SECOND AS live,
-           dateDiff('millisecond', created_at, now64(3)) AS age_ms
-         FROM idempotency_claims WHERE claim = {claim:String}`,
-        { claim, window },
-      );
+      const { held, ack } = await read(claim);
       if (held !== undefined && Number(held.live) === 1) {
-        return { fingerprint: held.fingerprint, record: held.record, ack: await ackOf(claim, held), ageMs: Number(held.age_ms) };
+        return { fingerprint: held.fingerprint, record: held.record, ack, ageMs: Number(held.age_ms) };
       }
       if (held !== undefined) {
         try {
@@ -117,7 +128,9 @@ export function createKeeperMapIdempotencyStore(transport: SqlTransport, options
           // Another gateway removed or replaced the expired record first: claim again.
           if (!isKeeperFailure(error)) throw error;
         }
+        continue;
       }
+      if (await insertIfAbsent(claim, entry)) return { ...entry, ageMs: 0 };
     }
     throw new Error('an Idempotency-Key claim neither won nor found a record after 5 tries');
   }

@@ -29,12 +29,14 @@ export interface ReceivedMessage {
   readonly value: string | null;
   readonly headers: Record<string, string>;
   readonly offset: string;
+  /** The record's timestamp (milliseconds since the epoch, as text), as the producer or broker set it. */
+  readonly timestamp: string;
 }
 
 export function received(topic: string, partition: number, m: KafkaMessage): ReceivedMessage {
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(m.headers ?? {})) headers[name] = String(Array.isArray(value) ? value[0] : value);
-  return { topic, partition, key: m.key?.toString() ?? null, value: m.value?.toString() ?? null, headers, offset: m.offset };
+  return { topic, partition, key: m.key?.toString() ?? null, value: m.value?.toString() ?? null, headers, offset: m.offset, timestamp: m.timestamp };
 }
 
 /** True once the group has committed every partition of the topic up to its end. */

@@ -28,3 +28,14 @@ export function storeEnvironment(kind: StoreKind, clickhouseUrl: string | undefi
     CURSOR_SECRET: randomBytes(32).toString('hex'),
   };
 }
+
+/**
+ * Skips the calling suite (from a mocha hook or test, given its `this`) when TEST_STORES
+ * leaves the ClickHouse server out: the user's choice, said in the output so a run that
+ * skipped it cannot pass for one that ran it.
+ */
+export function skipUnlessServerStoreTested(context: Mocha.Context): void {
+  if (storesUnderTest().includes('clickhouse-server')) return;
+  console.log('      TEST_STORES leaves out the ClickHouse server: skipped by choice');
+  context.skip();
+}

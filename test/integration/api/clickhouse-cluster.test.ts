@@ -6,7 +6,7 @@ import type { SqlTransport } from '../../../src/store/sql-transport.js';
 import { startClickHouseServer, type ClickHouseServerHandle } from '../../support/clickhouse-server.js';
 import { eventSeries, uuid } from '../../support/factories.js';
 import { pickInfra } from '../../support/infra.js';
-import { storeEnvironment, storesUnderTest } from '../../support/stores.js';
+import { storeEnvironment, skipUnlessServerStoreTested } from '../../support/stores.js';
 import { openEventStream } from '../../support/sse-reader.js';
 import { startTestGateway, type TestGateway } from '../../support/test-gateway.js';
 import { LIVE_TAIL_ENV } from './gateways.js';
@@ -25,10 +25,7 @@ describe('the gateway on a ClickHouse cluster, through Distributed tables [click
   let sql: SqlTransport | undefined;
 
   before(async function () {
-    if (!storesUnderTest().includes('clickhouse-server')) {
-      console.log('      TEST_STORES leaves out the ClickHouse server: skipped by choice');
-      this.skip();
-    }
+    skipUnlessServerStoreTested(this);
     if ((await pickInfra()) !== 'local') {
       console.log('      the cluster test needs the local server launcher (TEST_INFRA=local): skipped by choice');
       this.skip();

@@ -5,7 +5,7 @@ import { migrate } from '../../../src/store/migrations.js';
 import { uuid } from '../../support/factories.js';
 import { request } from '../../support/http-client.js';
 import type { StoreServerControl } from '../../support/infra.js';
-import { storesUnderTest } from '../../support/stores.js';
+import { skipUnlessServerStoreTested } from '../../support/stores.js';
 import type { TestGateway, Tenant } from '../../support/test-gateway.js';
 import { waitFor } from '../../support/wait-for.js';
 import { clickhouseServer, gatewayOn } from './gateways.js';
@@ -28,10 +28,7 @@ describe('a ClickHouse server that stalls, dies or fails [clickhouse-server]', f
   let server: StoreServerControl;
 
   before(async function () {
-    if (!storesUnderTest().includes('clickhouse-server')) {
-      console.log('      TEST_STORES leaves out the ClickHouse server: skipped by choice');
-      this.skip();
-    }
+    skipUnlessServerStoreTested(this);
     const control = (await clickhouseServer()).server;
     if (control === undefined) {
       console.log('      an external ClickHouse server is not ours to break: TEST_INFRA=external skips these by choice');

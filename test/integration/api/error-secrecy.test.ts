@@ -6,7 +6,7 @@ import { migrate } from '../../../src/store/migrations.js';
 import { hs256Token, uuid } from '../../support/factories.js';
 import type { HttpResponse } from '../../support/http-client.js';
 import { openEventStream, type SseStream } from '../../support/sse-reader.js';
-import { storeEnvironment, storesUnderTest } from '../../support/stores.js';
+import { storeEnvironment, skipUnlessServerStoreTested } from '../../support/stores.js';
 import { startTestGateway, type Tenant, type TestGateway } from '../../support/test-gateway.js';
 import { waitFor } from '../../support/wait-for.js';
 import { clickhouseServer, describeOnEachStore, gatewayOn, LIVE_TAIL_ENV } from './gateways.js';
@@ -142,10 +142,7 @@ describe('error secrecy on a rate-limited gateway and a broken store [clickhouse
   let limited: TestGateway | undefined;
 
   before(function () {
-    if (!storesUnderTest().includes('clickhouse-server')) {
-      console.log('      TEST_STORES leaves out the ClickHouse server: skipped by choice');
-      this.skip();
-    }
+    skipUnlessServerStoreTested(this);
   });
 
   after(() => limited?.close());

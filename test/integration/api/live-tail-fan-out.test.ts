@@ -6,7 +6,7 @@ import { canonicalEvent, uuid } from '../../support/factories.js';
 import { request } from '../../support/http-client.js';
 import { parseMetrics, samplesOf } from '../../support/metrics-text.js';
 import { openEventStream, type SseResponse, type SseStream } from '../../support/sse-reader.js';
-import { storeEnvironment, storesUnderTest } from '../../support/stores.js';
+import { storeEnvironment, skipUnlessServerStoreTested } from '../../support/stores.js';
 import { startTestGateway, type Tenant, type TestGateway } from '../../support/test-gateway.js';
 import { waitFor } from '../../support/wait-for.js';
 import { clickhouseServer, describeOnEachStore, LIVE_TAIL_ENV } from './gateways.js';
@@ -235,10 +235,7 @@ describe('opening a live tail spends the organization\'s rate-limit tokens [clic
   const opened: SseStream[] = [];
 
   before(async function () {
-    if (!storesUnderTest().includes('clickhouse-server')) {
-      console.log('      TEST_STORES leaves out the ClickHouse server: skipped by choice');
-      this.skip();
-    }
+    skipUnlessServerStoreTested(this);
     gw = await startTestGateway({ ...storeEnvironment('clickhouse-server', (await clickhouseServer()).url), ...LIVE_TAIL_ENV, RATE_LIMIT_PER_ORG: '1', RATE_LIMIT_BURST: '3' });
   });
 

@@ -3,7 +3,7 @@ import { uuid } from '../../support/factories.js';
 import { request } from '../../support/http-client.js';
 import { parseMetrics, samplesOf } from '../../support/metrics-text.js';
 import { startTestGateway, type TestGateway, type Tenant } from '../../support/test-gateway.js';
-import { storeEnvironment, storesUnderTest } from '../../support/stores.js';
+import { storeEnvironment, skipUnlessServerStoreTested } from '../../support/stores.js';
 import { clickhouseServer, describeOnEachStore } from './gateways.js';
 
 describeOnEachStore('Prometheus metrics', (gateway) => {
@@ -48,10 +48,7 @@ describe('OPS_PORT: health and metrics on a port of their own [clickhouse-server
 
   before(async function () {
     // chDB binds one data directory per process, and the suite's chDB gateway holds it.
-    if (!storesUnderTest().includes('clickhouse-server')) {
-      console.log('      TEST_STORES leaves out the ClickHouse server: skipped by choice');
-      this.skip();
-    }
+    skipUnlessServerStoreTested(this);
     gw = await startTestGateway({ ...storeEnvironment('clickhouse-server', (await clickhouseServer()).url), OPS_PORT: '0' });
   });
   after(() => gw?.close());

@@ -7,7 +7,7 @@ import { hs256Token, uuid } from '../../support/factories.js';
 import type { HttpResponse } from '../../support/http-client.js';
 import { parseMetrics, samplesOf } from '../../support/metrics-text.js';
 import { rawConnection, rawExchange, rawRequestBytes, type RawOutcome } from '../../support/raw-http.js';
-import { storeEnvironment, storesUnderTest } from '../../support/stores.js';
+import { storeEnvironment, skipUnlessServerStoreTested } from '../../support/stores.js';
 import { startTestGateway, type Tenant, type TestGateway } from '../../support/test-gateway.js';
 import { waitFor } from '../../support/wait-for.js';
 import { clickhouseServer, describeOnEachStore } from './gateways.js';
@@ -158,10 +158,7 @@ function ownGateway(title: string, extraEnv: Record<string, string>, body: (gw: 
     this.timeout(120_000);
     let gw: TestGateway | undefined;
     before(async function () {
-      if (!storesUnderTest().includes('clickhouse-server')) {
-        console.log('      TEST_STORES leaves out the ClickHouse server: skipped by choice');
-        this.skip();
-      }
+      skipUnlessServerStoreTested(this);
       gw = await startTestGateway({ ...storeEnvironment('clickhouse-server', (await clickhouseServer()).url), ...extraEnv });
     });
     after(() => gw?.close());

@@ -4,7 +4,7 @@ import type { ErrorEnvelope } from '../../../src/generated/schema-types.js';
 import { API_PREFIX } from '../../../src/http/app.js';
 import { uuid } from '../../support/factories.js';
 import { request } from '../../support/http-client.js';
-import { storeEnvironment, storesUnderTest } from '../../support/stores.js';
+import { storeEnvironment, skipUnlessServerStoreTested } from '../../support/stores.js';
 import { startTestGateway, type TestGateway } from '../../support/test-gateway.js';
 import { waitFor } from '../../support/wait-for.js';
 import { clickhouseServer } from './gateways.js';
@@ -16,10 +16,7 @@ describe('a gateway shutting down [clickhouse-server]', function () {
 
   before(async function () {
     // chDB binds one data directory per process, and the suite's chDB gateway holds it.
-    if (!storesUnderTest().includes('clickhouse-server')) {
-      console.log('      TEST_STORES leaves out the ClickHouse server: skipped by choice');
-      this.skip();
-    }
+    skipUnlessServerStoreTested(this);
     gw = await startTestGateway({ ...storeEnvironment('clickhouse-server', (await clickhouseServer()).url), OPS_PORT: '0', SHUTDOWN_GRACE_MS: '1500' });
   });
   after(async () => {

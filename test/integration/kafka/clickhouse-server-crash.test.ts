@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { openStore } from '../../../src/runtime/store-runtime.js';
 import { committedOffsets, committedToEnd, produceContinuously, topicEnds } from '../../support/kafka-topics.js';
-import { storesUnderTest } from '../../support/stores.js';
+import { skipUnlessServerStoreTested } from '../../support/stores.js';
 import type { Tenant, TestGateway } from '../../support/test-gateway.js';
 import { waitFor } from '../../support/wait-for.js';
 import { wholeFeed } from './feed-helpers.js';
@@ -13,10 +13,7 @@ describe('the ClickHouse server SIGKILLed mid-ingest [clickhouse-server]', funct
   this.timeout(180_000);
 
   before(function () {
-    if (!storesUnderTest().includes('clickhouse-server')) {
-      console.log('      TEST_STORES leaves out the ClickHouse server: skipped by choice');
-      this.skip();
-    }
+    skipUnlessServerStoreTested(this);
     if (kafkaSuite('clickhouse-server').infra.clickhouse?.server === undefined) {
       console.log('      an external ClickHouse server is not ours to kill: TEST_INFRA=external skips this by choice');
       this.skip();

@@ -22,10 +22,11 @@ function createEnrollDevice(deps: CommandHandlerDependencies) {
 const buildEnrollment = (input: EnrollInput, topic: string, env: CommandEnvironment, commandId?: string) => acceptCommand(enrollment, input, topic, env, commandId);
 
 /** An in-memory idempotency store with a compare-and-set: the first entry claimed for a key holds, as in KeeperMap. */
-function memoryIdempotency(options: { failAcks?: boolean } = {}): IdempotencyStore & { readonly saves: number; readonly acks: string[] } {
+function memoryIdempotency(options: { failAcks?: boolean; failFirstAcks?: number } = {}): IdempotencyStore & { readonly saves: number; readonly acks: string[] } {
   const entries = new Map<string, IdempotencyEntry>();
   const acks: string[] = [];
   let saves = 0;
+  let ackFailuresLeft = options.failFirstAcks ?? 0;
   return {
     compareAndSet: true,
     acks,
@@ -40,6 +41,10 @@ function memoryIdempotency(options: { failAcks?: boolean } = {}): IdempotencySto
     },
     async acknowledge(ref, fingerprint, ack) {
       if (options.failAcks === true) throw new Error('store down');
+      if (ackFailuresLeft > 0) {
+        ackFailuresLeft -= 1;
+        throw new Error('store slow for a moment');
+      }
       const key = `${ref.orgId}|${ref.scope}|${ref.key}`;
       const held = entries.get(key)!;
       if (held.fingerprint === fingerprint) entries.set(key, { ...held, ack });
@@ -66,7 +71,7 @@ function fakes(options: { failPublishes?: number; idempotency?: IdempotencyStore
   const idempotency = options.idempotency ?? memoryIdempotency();
   let clock = Date.parse('2026-06-01T12:00:00Z');
   const env = { now: () => new Date((clock += 1000)), newId: uuid };
-  return { published, enroll: createEnrollDevice({ publisher, idempotency, topic: 'enroll.topic', env, publishWindowMs: 0 }) };
+  return { published, enroll: createEnrollDevice({ publisher, idempotency, topic: 'enroll.topic', env, claimLeaseMs: 0 }) };
 }
 
 function input(overrides: Partial<EnrollInput> = {}): EnrollInput {
@@ -219,18 +224,44 @@ describe('command handler (the enrollment entry)', () => {
         async close() {},
       };
       const env = { now: () => new Date(), newId: uuid };
-      const gatewayA = createEnrollDevice({ publisher: slowPublisher, idempotency: shared, topic: 't', env, publishWindowMs: 60_000 });
+      const gatewayA = createEnrollDevice({ publisher: slowPublisher, idempotency: shared, topic: 't', env, claimLeaseMs: 60_000 });
       const gatewayB = fakes({ idempotency: shared });
       const req = input({ idempotencyKey: 'raced' });
       const a = gatewayA(req);
       await new Promise((resolve) => setTimeout(resolve, 20));
-      const b = createEnrollDevice({ publisher: { publish: async (r) => (gatewayB.published.push(r), { partition: 0, offset: '8' }), close: async () => undefined }, idempotency: shared, topic: 't', env, publishWindowMs: 60_000 })(req);
+      const b = createEnrollDevice({ publisher: { publish: async (r) => (gatewayB.published.push(r), { partition: 0, offset: '8' }), close: async () => undefined }, idempotency: shared, topic: 't', env, claimLeaseMs: 60_000 })(req);
       await new Promise((resolve) => setTimeout(resolve, 120));
       release();
       const [answerA, answerB] = await Promise.all([a, b]);
       expect(answerB).to.deep.equal(answerA);
       expect(slow).to.have.length(1);
       expect(gatewayB.published).to.have.length(0);
+    });
+
+    it('keeps trying to record the acknowledgement while the claim\'s lease lasts, so a later retry publishes nothing', async () => {
+      const idempotency = memoryIdempotency({ failFirstAcks: 2 });
+      const notRecorded: unknown[] = [];
+      const published: PublishRequest[] = [];
+      const publisher: CommandPublisher = { publish: async (r) => (published.push(r), { partition: 1, offset: '4' }), close: async () => undefined };
+      const env = { now: () => new Date(), newId: uuid };
+      const enroll = createEnrollDevice({ publisher, idempotency, topic: 't', env, claimLeaseMs: 60_000, onAckNotRecorded: (e) => notRecorded.push(e) });
+      const req = input({ idempotencyKey: 'slow-store' });
+      await enroll(req);
+      await enroll(req);
+      expect(idempotency.acks).to.deep.equal([JSON.stringify({ partition: 1, offset: '4' })]);
+      expect(notRecorded).to.deep.equal([]);
+      expect(published).to.have.length(1);
+    });
+
+    it('gives up recording the acknowledgement when the lease ends, and says so once', async () => {
+      const notRecorded: unknown[] = [];
+      const publisher: CommandPublisher = { publish: async () => ({ partition: 1, offset: '4' }), close: async () => undefined };
+      const env = { now: () => new Date(), newId: uuid };
+      const idempotency = memoryIdempotency({ failAcks: true });
+      const enroll = createEnrollDevice({ publisher, idempotency, topic: 't', env, claimLeaseMs: 300, onAckNotRecorded: (e) => notRecorded.push(e) });
+      const answer = await enroll(input({ idempotencyKey: 'store-down' }));
+      expect(answer.status).to.equal('queued');
+      expect(notRecorded).to.have.length(1);
     });
 
     it('publishes another gateway\'s claim once it is older than the publish window without an acknowledgement', async () => {
@@ -245,7 +276,7 @@ describe('command handler (the enrollment entry)', () => {
         fingerprint: fingerprint({ path: req.path, body: req.body }),
         record: JSON.stringify(buildEnrollment(req, 't', env, 'aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa')),
       });
-      const answer = await createEnrollDevice({ publisher, idempotency: shared, topic: 't', env, publishWindowMs: 1000 })(req);
+      const answer = await createEnrollDevice({ publisher, idempotency: shared, topic: 't', env, claimLeaseMs: 1000 })(req);
       expect(answer.enrollment_id).to.equal('aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa');
       expect(published.map((p) => p.command.commandId)).to.deep.equal(['aaaaaaaa-aaaa-4aaa-8aaa-aaaaaaaaaaaa']);
     });

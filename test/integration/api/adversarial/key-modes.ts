@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { createServer, request as httpRequest, type IncomingHttpHeaders, type Server } from 'node:http';
 import { SignJWT, exportJWK, exportSPKI, generateKeyPair, type JWK, type JWTHeaderParameters, type JWTPayload } from 'jose';
 import { ALL_SCOPES, uuid } from '../../../support/factories.js';
-import { storeEnvironment, storesUnderTest } from '../../../support/stores.js';
+import { storeEnvironment, skipUnlessServerStoreTested } from '../../../support/stores.js';
 import { startTestGateway, type TestGateway } from '../../../support/test-gateway.js';
 import { clickhouseServer } from '../gateways.js';
 import { API_PREFIX } from '../../../../src/http/app.js';
@@ -153,10 +153,7 @@ export function describeInEveryKeyMode(title: string, body: (mg: () => ModeGatew
       this.timeout(120_000);
       let current: ModeGateway | undefined;
       before(async function () {
-        if (!storesUnderTest().includes('clickhouse-server')) {
-          console.log('      TEST_STORES leaves out the ClickHouse server: skipped by choice');
-          this.skip();
-        }
+        skipUnlessServerStoreTested(this);
         current = (await modeGateways()).get(mode)!;
       });
       body(() => current!);
