@@ -19,7 +19,7 @@ const { values } = parseArgs({
   },
 });
 if (values.org === undefined || values.org.length === 0) {
-  console.error('usage: npm run token -- --org <org-uuid> [--scope "events:read devices:enroll edge-policy:write"] [--sub name] [--ttl seconds]');
+  console.error(`usage: npm run token -- --org <org-uuid> [--scope "${permissions.join(' ')}"] [--sub name] [--ttl seconds]`);
   process.exit(2);
 }
 const config = loadConfig(process.env);

@@ -1,9 +1,10 @@
 import { REQUEST_ID_MESSAGE_HEADER, type CommandContext, type CommandEnvironment } from '../commands/command-context.js';
+import { catalogue } from '../commands/catalogue.js';
+import type { CommandEntry } from '../commands/command-entry.js';
+import { acceptCommand } from '../commands/command-handler.js';
 import type { PublishRequest } from '../commands/command-publisher.js';
-import { buildEnrollment } from '../commands/enroll-device.js';
-import { buildEdgePolicyUpdate } from '../commands/update-edge-policy.js';
+import { IDEMPOTENCY_KEY } from '../commands/idempotency-key.js';
 import { CALLER_REQUEST_ID } from '../http/request-context.js';
-import { IDEMPOTENCY_KEY } from '../http/routes/enroll-route.js';
 import { deadLetterMessage } from '../ingest/dead-letter.js';
 import { REJECT_REASONS } from '../ingest/event-ingestor.js';
 import type { JsonObject, JsonValue } from '../json/json-value.js';
@@ -100,6 +101,45 @@ function commandMessage(options: {
   };
 }
 
+/** The message of a catalogue entry's topic, its example made by the code that makes the real messages. */
+function entryMessage(entry: CommandEntry): JsonObject {
+  const { docs } = entry;
+  return commandMessage({
+    name: docs.message,
+    schema: entry.schemas.command,
+    title: docs.title,
+    summary: docs.messageSummary,
+    key: { ...UUID, description: docs.keyDescription },
+    ...(entry.idempotency === undefined
+      ? {}
+      : {
+          extraHeaders: {
+            'idempotency-key': {
+              type: 'string',
+              // The rule src/commands/idempotency-key.ts takes the request's Idempotency-Key by.
+              pattern: IDEMPOTENCY_KEY.source,
+              description: 'The request\'s Idempotency-Key, when it had one (also in the value, as idempotency_key).',
+            },
+          },
+        }),
+    example: commandExample(
+      docs.example.name,
+      docs.example.summary,
+      acceptCommand(
+        entry,
+        { context: exampleContext, path: docs.example.path, body: docs.example.body, idempotencyKey: docs.example.idempotencyKey },
+        entry.topic.default,
+        exampleEnvironment,
+      ).publish,
+    ),
+  });
+}
+
+/** An entry's channel, operation and message-in-channel names: its topic's key in config.topics, and its message's name. */
+const channelOf = (entry: CommandEntry): string => entry.topic.configKey;
+const channelMessageOf = (entry: CommandEntry): string => entry.docs.message.charAt(0).toLowerCase() + entry.docs.message.slice(1);
+const capitalized = (name: string): string => name.charAt(0).toUpperCase() + name.slice(1);
+
 const messages: JsonObject = {
   CanonicalEvent: {
     name: 'CanonicalEvent',
@@ -142,51 +182,7 @@ const messages: JsonObject = {
       },
     ],
   },
-  EnrollmentCommand: commandMessage({
-    name: 'EnrollmentCommand',
-    schema: 'enrollment-command.schema.json',
-    title: 'Enrollment command',
-    summary: 'A device enrollment the gateway accepted (POST .../devices/{device_id}/enroll answered 202).',
-    key: { ...UUID, description: 'device_id: one device\'s commands share a partition, in the order the gateway accepted them.' },
-    extraHeaders: {
-      'idempotency-key': {
-        type: 'string',
-        // The rule src/http/routes/enroll-route.ts takes the request's Idempotency-Key by.
-        pattern: IDEMPOTENCY_KEY.source,
-        description: 'The request\'s Idempotency-Key, when it had one (also in the value, as idempotency_key).',
-      },
-    },
-    example: commandExample(
-      'enroll',
-      'POST .../devices/{device_id}/enroll with an Idempotency-Key and a traceparent',
-      buildEnrollment(
-        {
-          context: exampleContext,
-          path: { project_id: EXAMPLE.project, fleet_id: EXAMPLE.fleet, device_id: EXAMPLE.device },
-          body: { display_name: 'Pump 7', enrollment_type: 'factory' },
-          idempotencyKey: 'enroll-pump-7',
-        },
-        'core.device-enrollment.commands',
-        exampleEnvironment,
-      ).publish,
-    ),
-  }),
-  EdgePolicyCommand: commandMessage({
-    name: 'EdgePolicyCommand',
-    schema: 'edge-policy-command.schema.json',
-    title: 'Edge-policy command',
-    summary: 'A fleet edge-policy update the gateway accepted (PATCH .../edge/policy answered 200); apply patch as a JSON Merge Patch (RFC 7386).',
-    key: { ...UUID, description: 'fleet_id: one fleet\'s commands share a partition, in the order the gateway accepted them.' },
-    example: commandExample(
-      'sync-every-30s',
-      'PATCH .../edge/policy that sets sync.every_s and removes drop',
-      buildEdgePolicyUpdate(
-        { context: exampleContext, path: { project_id: EXAMPLE.project, fleet_id: EXAMPLE.fleet }, patch: { sync: { every_s: 30 }, drop: null } },
-        'core.edge-policy.commands',
-        exampleEnvironment,
-      ).publish,
-    ),
-  }),
+  ...Object.fromEntries(catalogue.map((entry) => [entry.docs.message, entryMessage(entry)])),
   DeadLetter: {
     name: 'DeadLetter',
     title: 'Dead letter',
@@ -244,20 +240,17 @@ const channels: JsonObject = {
       'Canonical events that other services publish (acks=-1, keyed by device_id, else project_id); the ingest consumer stores them for the feed. The gateway\'s own events are not written here: they are derived from the command topics. Renamed, or more topics listed, by EVENTS_TOPICS.',
     messages: { canonicalEvent: { $ref: '#/components/messages/CanonicalEvent' } },
   },
-  enrollmentCommands: {
-    address: 'core.device-enrollment.commands',
-    title: 'Device enrollment commands',
-    description:
-      'The record of the enrollments the gateway accepted: a command is here if and only if the gateway answered 2xx for it, or 503 after the write had gone out. Written only by the gateway (idempotent producer, acks from all in-sync replicas, no transactions); read by the services that carry out enrollments and by the ingest consumer, which derives the devices/enrollment/queued event. At least once: apply a command once per command_id. Renamed by ENROLLMENT_COMMANDS_TOPIC.',
-    messages: { enrollmentCommand: { $ref: '#/components/messages/EnrollmentCommand' } },
-  },
-  edgePolicyCommands: {
-    address: 'core.edge-policy.commands',
-    title: 'Edge-policy commands',
-    description:
-      'The record of the edge-policy updates the gateway accepted, on the same terms as the enrollment commands. Read by the services that apply fleet policies and by the ingest consumer, which derives the edge/policy/update_queued event. Renamed by EDGE_POLICY_COMMANDS_TOPIC.',
-    messages: { edgePolicyCommand: { $ref: '#/components/messages/EdgePolicyCommand' } },
-  },
+  ...Object.fromEntries(
+    catalogue.map((entry) => [
+      channelOf(entry),
+      {
+        address: entry.topic.default,
+        title: entry.docs.channel.title,
+        description: `${entry.docs.channel.description} Renamed by ${entry.topic.setting}.`,
+        messages: { [channelMessageOf(entry)]: { $ref: `#/components/messages/${entry.docs.message}` } },
+      },
+    ]),
+  ),
   deadLetters: {
     address: 'platform.events.dlq',
     title: 'Dead letters',
@@ -281,22 +274,19 @@ const ingestGroup: JsonObject = {
 };
 
 const operations: JsonObject = {
-  publishEnrollmentCommand: {
-    action: 'send',
-    channel: { $ref: '#/channels/enrollmentCommands' },
-    title: 'Publish an enrollment command',
-    summary: 'The gateway publishes each enrollment it accepts, and answers 202 only after all in-sync replicas acknowledged it.',
-    tags: [ROLE_TAGS.gateway],
-    messages: [channelMessage('enrollmentCommands', 'enrollmentCommand')],
-  },
-  publishEdgePolicyCommand: {
-    action: 'send',
-    channel: { $ref: '#/channels/edgePolicyCommands' },
-    title: 'Publish an edge-policy command',
-    summary: 'The gateway publishes each edge-policy update it accepts, and answers 200 only after all in-sync replicas acknowledged it.',
-    tags: [ROLE_TAGS.gateway],
-    messages: [channelMessage('edgePolicyCommands', 'edgePolicyCommand')],
-  },
+  ...Object.fromEntries(
+    catalogue.map((entry) => [
+      `publish${entry.docs.message}`,
+      {
+        action: 'send',
+        channel: { $ref: `#/channels/${channelOf(entry)}` },
+        title: entry.docs.publish.title,
+        summary: entry.docs.publish.summary,
+        tags: [ROLE_TAGS.gateway],
+        messages: [channelMessage(channelOf(entry), channelMessageOf(entry))],
+      },
+    ]),
+  ),
   ingestEvents: {
     action: 'receive',
     channel: { $ref: '#/channels/events' },
@@ -306,24 +296,20 @@ const operations: JsonObject = {
     bindings: ingestGroup,
     messages: [channelMessage('events', 'canonicalEvent')],
   },
-  ingestEnrollmentCommands: {
-    action: 'receive',
-    channel: { $ref: '#/channels/enrollmentCommands' },
-    title: 'Derive the events of enrollments',
-    summary: 'The ingest consumer stores the canonical event of each enrollment command, with its traceparent\'s ids; a message that is not a valid command is dead-lettered.',
-    tags: [ROLE_TAGS.consumer],
-    bindings: ingestGroup,
-    messages: [channelMessage('enrollmentCommands', 'enrollmentCommand')],
-  },
-  ingestEdgePolicyCommands: {
-    action: 'receive',
-    channel: { $ref: '#/channels/edgePolicyCommands' },
-    title: 'Derive the events of edge-policy updates',
-    summary: 'The ingest consumer stores the canonical event of each edge-policy command; a message that is not a valid command is dead-lettered.',
-    tags: [ROLE_TAGS.consumer],
-    bindings: ingestGroup,
-    messages: [channelMessage('edgePolicyCommands', 'edgePolicyCommand')],
-  },
+  ...Object.fromEntries(
+    catalogue.map((entry) => [
+      `ingest${capitalized(channelOf(entry))}`,
+      {
+        action: 'receive',
+        channel: { $ref: `#/channels/${channelOf(entry)}` },
+        title: entry.docs.ingest.title,
+        summary: entry.docs.ingest.summary,
+        tags: [ROLE_TAGS.consumer],
+        bindings: ingestGroup,
+        messages: [channelMessage(channelOf(entry), channelMessageOf(entry))],
+      },
+    ]),
+  ),
   deadLetter: {
     action: 'send',
     channel: { $ref: '#/channels/deadLetters' },

@@ -1,8 +1,10 @@
 import { AppError } from '../errors/app-error.js';
+import { catalogue, type CommandPermission } from '../commands/catalogue.js';
 import { isUuid } from '../ids/uuid.js';
 
-export const permissions = ['events:read', 'devices:enroll', 'edge-policy:write'] as const;
-export type Permission = (typeof permissions)[number];
+/** Reading the feed, and each command's own (src/commands/catalogue.ts). */
+export type Permission = 'events:read' | CommandPermission;
+export const permissions: readonly Permission[] = ['events:read', ...catalogue.map((entry) => entry.permission)];
 
 /** The verified caller: who they are, which organizations they may act for, what they may do. */
 export interface Principal {

@@ -1,9 +1,10 @@
 import { createHash } from 'node:crypto';
-import type { CanonicalEvent, EdgePolicyCommand, EnrollmentCommand } from '../generated/schema-types.js';
+import type { CanonicalEvent } from '../generated/schema-types.js';
 import { parseTraceparent } from '../observability/trace-context.js';
+import { entryOfType, type GatewayCommand } from './catalogue.js';
 import { SOURCE_SERVICE } from './command-context.js';
 
-export type GatewayCommand = EnrollmentCommand | EdgePolicyCommand;
+export type { GatewayCommand } from './catalogue.js';
 
 // Fixed namespace of the name-based ids below; changing it would give every command's event a new id.
 const EVENT_ID_NAMESPACE = Buffer.from('16e6ad8979764149abd397e1285335b9', 'hex');
@@ -39,26 +40,17 @@ export function commandEvent(command: GatewayCommand, traceparent: string | unde
     trace_id: trace?.traceId ?? null,
     span_id: trace?.spanId ?? null,
   };
-  switch (command.type) {
-    case 'device.enroll':
-      return {
-        id: nameBasedUuid(`${command.command_id}:devices.enrollment.queued`),
-        domain: 'devices',
-        entity: 'enrollment',
-        action: 'queued',
-        device_id: command.device_id,
-        payload: { enrollment_id: command.command_id, ...command.body },
-        ...common,
-      };
-    case 'edge-policy.merge-patch':
-      return {
-        id: nameBasedUuid(`${command.command_id}:edge.policy.update_queued`),
-        domain: 'edge',
-        entity: 'policy',
-        action: 'update_queued',
-        device_id: null,
-        payload: { command_id: command.command_id, patch: command.patch },
-        ...common,
-      };
-  }
+  const entry = entryOfType(command.type);
+  // The command was validated against its entry's schema, whose type is a const: only a bug gets here.
+  if (entry === undefined) throw new Error(`no catalogue entry for command type ${command.type}`);
+  const { domain, entity, action } = entry.event;
+  return {
+    id: nameBasedUuid(`${command.command_id}:${domain}.${entity}.${action}`),
+    domain,
+    entity,
+    action,
+    device_id: entry.event.deviceId(command),
+    payload: entry.event.payload(command),
+    ...common,
+  };
 }

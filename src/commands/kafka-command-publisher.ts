@@ -56,7 +56,7 @@ const PRODUCER_RETRY = { retries: Number.MAX_SAFE_INTEGER, initialRetryTime: 100
  * Each request's partition and offset. A partition's messages are sent together, in the
  * order of the send, in the one try whose answer names the partition (sendCompletely sends
  * a left-out partition's messages again as a whole), so the n-th of them is at the
- * answer's baseOffset + n. The Idempotency-Key record keeps it (src/commands/enroll-device.ts).
+ * answer's baseOffset + n. The Idempotency-Key record keeps it (src/commands/command-handler.ts).
  */
 function noteOffsets(live: readonly Pending[], sent: ReadonlyMap<Pending, OutgoingMessage>, answers: readonly RecordMetadata[], ledger: PartitionLedger): void {
   const base = new Map<string, bigint>();

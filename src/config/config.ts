@@ -4,6 +4,7 @@
  * Variable names are part of the product's contract (docs/configuration.md).
  */
 import { isIP } from 'node:net';
+import { commandTopics, perTopicKey, type CommandTopicKey } from '../commands/catalogue.js';
 import { flag, optional, setAmong, type Env } from './config-env.js';
 import { ConfigError } from './config-error.js';
 import { certificatesFile, secretVariable } from './config-files.js';
@@ -60,11 +61,10 @@ export interface ClickHouseConfig {
   readonly idempotencyStore: 'auto' | 'keeper-map' | 'table';
 }
 
-export interface TopicsConfig {
+/** The topics of the contract: each command's (named by the catalogue's entries), the events' and the dead letters'. */
+export interface TopicsConfig extends Readonly<Record<CommandTopicKey, string>> {
   /** Topics of canonical events the ingest consumer reads (EVENTS_TOPICS); it reads the command topics too. */
   readonly events: readonly string[];
-  readonly enrollmentCommands: string;
-  readonly edgePolicyCommands: string;
   readonly deadLetter: string;
 }
 
@@ -534,8 +534,7 @@ export function loadConfig(env: Env): Config {
     clickhouse,
     topics: {
       events,
-      enrollmentCommands: topic(env, 'ENROLLMENT_COMMANDS_TOPIC', 'core.device-enrollment.commands'),
-      edgePolicyCommands: topic(env, 'EDGE_POLICY_COMMANDS_TOPIC', 'core.edge-policy.commands'),
+      ...perTopicKey((command) => topic(env, command.setting, command.default)),
       deadLetter: topic(env, 'EVENTS_DLQ_TOPIC', 'platform.events.dlq'),
     },
     auth: parseAuth(env, embedded),
@@ -569,7 +568,7 @@ export function loadConfig(env: Env): Config {
   if (!['fatal', 'error', 'warn', 'info', 'debug', 'trace', 'silent'].includes(config.logLevel)) {
     throw new ConfigError('LOG_LEVEL', `must be one of fatal, error, warn, info, debug, trace, silent`);
   }
-  for (const commands of [config.topics.enrollmentCommands, config.topics.edgePolicyCommands]) {
+  for (const { topic: commands } of commandTopics(config.topics)) {
     // The consumer reads a command topic as commands; listing one as an event topic would dead-letter every command.
     if (events.includes(commands)) throw new ConfigError('EVENTS_TOPICS', `"${commands}" is a command topic; list only topics of canonical events`);
   }

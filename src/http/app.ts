@@ -1,8 +1,8 @@
 import Router from '@koa/router';
 import Koa from 'koa';
 import type { TokenVerifier } from '../auth/token-verifier.js';
-import type { EnrollDevice } from '../commands/enroll-device.js';
-import type { UpdateEdgePolicy } from '../commands/update-edge-policy.js';
+import { catalogue, type CommandName } from '../commands/catalogue.js';
+import type { CommandHandler } from '../commands/command-handler.js';
 import type { FeedService } from '../feed/feed-service.js';
 import type { LiveTail } from '../feed/live-tail.js';
 import type { Logger } from '../observability/logger.js';
@@ -14,8 +14,7 @@ import type { ClientAddressOf } from './client-address.js';
 import { errorHandler, unmatchedRoutes } from './error-response.js';
 import { httpMetrics } from './http-metrics.js';
 import { requestContext } from './request-context.js';
-import { registerEdgePolicyRoute } from './routes/edge-policy-route.js';
-import { registerEnrollRoute } from './routes/enroll-route.js';
+import { registerCommandRoute } from './routes/command-route.js';
 import { registerEventsRoute } from './routes/events-route.js';
 import { registerEventsStreamRoute } from './routes/events-stream-route.js';
 import { registerOpsRoutes } from './routes/ops-routes.js';
@@ -32,8 +31,8 @@ export interface ApiDependencies {
   readonly schemas: SchemaRegistry;
   readonly feed: FeedService;
   readonly liveTail: LiveTail;
-  readonly enroll: EnrollDevice;
-  readonly updateEdgePolicy: UpdateEdgePolicy;
+  /** The handler of each catalogue entry. */
+  readonly commands: Readonly<Record<CommandName, CommandHandler>>;
   /** The per-organization rate limit of the three v1 operations; undefined is no limit. */
   readonly rateLimiter: OrgRateLimiter | undefined;
   /** Failed authentications per client address (AUTH_FAILURES_*), and who the client is; undefined is no limit. */
@@ -68,8 +67,7 @@ export function createApp(deps: AppDependencies): Koa<GatewayState> {
     const limited = { ...deps.api, rateLimit: rateLimit(deps.api.rateLimiter, deps.metrics) };
     registerEventsRoute(api, limited);
     registerEventsStreamRoute(api, limited);
-    registerEnrollRoute(api, limited);
-    registerEdgePolicyRoute(api, limited);
+    for (const entry of catalogue) registerCommandRoute(api, entry, { ...limited, handle: deps.api.commands[entry.name] });
   }
 
   app.use(requestContext(deps.logger));

@@ -1,4 +1,5 @@
 import { isUtf8 } from 'node:buffer';
+import { entryOfFormat, type CommandFormat } from '../commands/catalogue.js';
 import { commandEvent } from '../commands/command-event.js';
 import { AppError, type FieldErrors } from '../errors/app-error.js';
 import type { CanonicalEvent } from '../generated/schema-types.js';
@@ -22,12 +23,7 @@ export interface MessageSource {
  * What a message holds: a canonical event (what other services publish), or one of the
  * gateway's commands, whose canonical event is derived from it (src/commands/command-event.ts).
  */
-export type MessageFormat = 'canonical-event' | 'enrollment-command' | 'edge-policy-command';
-
-const COMMAND_SCHEMAS = {
-  'enrollment-command': 'enrollment-command.schema.json',
-  'edge-policy-command': 'edge-policy-command.schema.json',
-} as const;
+export type MessageFormat = 'canonical-event' | CommandFormat;
 
 export interface RawEventMessage {
   /** Absent means a canonical event. */
@@ -189,7 +185,7 @@ export function createEventIngestor(deps: { store: EventStore; schemas: SchemaRe
     }
     // Read the full way, the event is written encoded from what JSON.parse read: its text may hold what the engine reads otherwise (a key twice, an escape, a line break).
     if (format === 'canonical-event') return parse(reading.value);
-    const command = schemas.check(COMMAND_SCHEMAS[format], reading.value);
+    const command = schemas.check(entryOfFormat(format).schemas.command, reading.value);
     if (!command.ok) return { ok: false, reason: 'schema-violation', detail: describeFields(command.fields) };
     return parse(commandEvent(command.value, message.headers?.['traceparent']?.toString()));
   }

@@ -1,4 +1,5 @@
 import type { Admin } from 'kafkajs';
+import { commandTopics } from '../commands/catalogue.js';
 import type { Config, KafkaConfig } from '../config/config.js';
 import type { Logger } from '../observability/logger.js';
 import { StartupError } from '../errors/startup-error.js';
@@ -13,7 +14,7 @@ import type { KafkaSecurityConfig } from './kafka-security-config.js';
  */
 export function topicsOfRole(config: Config): { readonly used: string[]; readonly written: string[] } {
   const { topics } = config;
-  const commands = [topics.enrollmentCommands, topics.edgePolicyCommands];
+  const commands = commandTopics(topics).map(({ topic }) => topic);
   switch (config.role) {
     case 'gateway':
       return { used: commands, written: commands };

@@ -1,3 +1,5 @@
+import { catalogue } from '../commands/catalogue.js';
+import type { CommandEntry } from '../commands/command-entry.js';
 import type { JsonObject, JsonValue } from '../json/json-value.js';
 import { CONTRACT_CONTACT, CONTRACT_VERSION, OPENAPI_LICENSE } from '../schemas/contract-info.js';
 import { componentRef as ref, referencedComponents, schemaComponent as component } from '../schemas/schema-components.js';
@@ -49,14 +51,14 @@ const rateLimited = (): JsonObject => ({
   },
 });
 
-const idempotencyKey: JsonObject = {
+const idempotencyKey = (idField: string): JsonObject => ({
   name: 'Idempotency-Key',
   in: 'header',
   required: false,
-  description: 'Makes a retry return the first answer (same enrollment_id) for 24 hours.',
-  // The same rule enroll-route.ts enforces: 1 to 255 printable ASCII characters.
+  description: `Makes a retry return the first answer (same ${idField}) for 24 hours.`,
+  // The same rule src/commands/idempotency-key.ts enforces: 1 to 255 printable ASCII characters.
   schema: { type: 'string', pattern: '^[!-~]{1,255}$' },
-};
+});
 const traceparent: JsonObject = {
   name: 'traceparent',
   in: 'header',
@@ -65,7 +67,27 @@ const traceparent: JsonObject = {
   schema: { type: 'string' },
 };
 
-const TAGS = { events: 'events', devices: 'devices', edgePolicy: 'edge-policy' } as const;
+const TAGS = { events: 'events' } as const;
+
+/** An entry's path and operation: parameters, body and answers follow from its schemas, permission and idempotency. */
+function commandPath(entry: CommandEntry): [string, JsonObject] {
+  const path = entry.http.path.replace(/:([a-z_]+)/g, '{$1}');
+  const idempotent = entry.idempotency === undefined ? [] : [idempotencyKey(entry.idField)];
+  const operation = {
+    operationId: entry.docs.operationId,
+    tags: [entry.docs.tag.name],
+    summary: entry.docs.summary,
+    description: `Needs the ${entry.permission} permission. Answers once Kafka acknowledged the command.`,
+    parameters: [...parameters(entry.schemas.path, 'path'), ...idempotent, traceparent],
+    requestBody: { required: 'refusal' in entry.http.absentBody, ...json(ref(entry.schemas.request)) },
+    responses: {
+      [String(entry.http.status)]: { description: entry.docs.accepted, ...json(envelope(ref(entry.schemas.accepted))) },
+      ...errors(400, 401, 403, 413, 415, ...(entry.idempotency === undefined ? [] : [422]), 500, 503),
+      ...rateLimited(),
+    },
+  };
+  return [path, { [entry.http.method]: operation }];
+}
 
 /**
  * The OpenAPI 3.1 document of the Core API, built from schemas/ alone: the same files
@@ -87,8 +109,10 @@ export function openApiDocument(): JsonObject {
     security: [{ bearer: [], orgId: [] }],
     tags: [
       { name: TAGS.events, description: 'The project\'s canonical events: the paged feed and its live tail.' },
-      { name: TAGS.devices, description: 'Device enrollment, published as a command to core.device-enrollment.commands.' },
-      { name: TAGS.edgePolicy, description: 'Fleet edge policy, published as a command to core.edge-policy.commands.' },
+      // A tag is described by the first entry that names it.
+      ...catalogue
+        .filter((entry, index) => catalogue.findIndex((other) => other.docs.tag.name === entry.docs.tag.name) === index)
+        .map(({ docs, topic }) => ({ name: docs.tag.name, description: `${docs.tag.description}, published as a command to ${topic.default}.` })),
     ],
     paths: {
       '/projects/{project_id}/events': {
@@ -149,36 +173,7 @@ export function openApiDocument(): JsonObject {
           },
         },
       },
-      '/projects/{project_id}/fleets/{fleet_id}/devices/{device_id}/enroll': {
-        post: {
-          operationId: 'enrollDevice',
-          tags: [TAGS.devices],
-          summary: 'Enroll a device into its fleet\'s integration namespace.',
-          description: 'Needs the devices:enroll permission. Answers once Kafka acknowledged the command.',
-          parameters: [...parameters('device-path.schema.json', 'path'), idempotencyKey, traceparent],
-          requestBody: { required: false, ...json(ref('enrollment-request.schema.json')) },
-          responses: {
-            '202': { description: 'Enrollment queued.', ...json(envelope(ref('enrollment-accepted.schema.json'))) },
-            ...errors(400, 401, 403, 413, 415, 422, 500, 503),
-            ...rateLimited(),
-          },
-        },
-      },
-      '/projects/{project_id}/fleets/{fleet_id}/edge/policy': {
-        patch: {
-          operationId: 'updateEdgePolicy',
-          tags: [TAGS.edgePolicy],
-          summary: 'Update the edge policy of a fleet with a JSON Merge Patch (RFC 7386).',
-          description: 'Needs the edge-policy:write permission. Answers once Kafka acknowledged the command.',
-          parameters: [...parameters('fleet-path.schema.json', 'path'), traceparent],
-          requestBody: { required: true, ...json(ref('edge-policy-patch.schema.json')) },
-          responses: {
-            '200': { description: 'Update accepted.', ...json(envelope(ref('edge-policy-accepted.schema.json'))) },
-            ...errors(400, 401, 403, 413, 415, 500, 503),
-            ...rateLimited(),
-          },
-        },
-      },
+      ...Object.fromEntries(catalogue.map(commandPath)),
     },
   };
   return {

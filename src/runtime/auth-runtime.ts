@@ -3,6 +3,7 @@ import type { Config } from '../config/config.js';
 import { createTokenVerifier, type TokenVerifier, type VerificationKey } from '../auth/token-verifier.js';
 import type { Logger } from '../observability/logger.js';
 import { loadOrCreateSecret } from './secrets.js';
+import { permissions } from '../auth/principal.js';
 
 export const DEV_SECRET_FILE = 'dev-jwt-secret';
 
@@ -15,7 +16,7 @@ export function createVerifier(config: Config, logger: Logger): TokenVerifier {
     logger.warn(
       { file, created },
       'no AUTH_* variable set: verifying HS256 tokens with a development secret. ' +
-        'Mint one with: npm run token -- --org <org-uuid> --scope "events:read devices:enroll edge-policy:write"',
+        `Mint one with: npm run token -- --org <org-uuid> --scope "${permissions.join(' ')}"`,
     );
   } else {
     key = config.auth;

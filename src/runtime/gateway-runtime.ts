@@ -3,9 +3,10 @@ import { resolve } from 'node:path';
 import type { CommandEnvironment } from '../commands/command-context.js';
 import type { CommandPublisher } from '../commands/command-publisher.js';
 import type { IdempotencyStore } from '../commands/idempotency-store.js';
-import { createEnrollDevice } from '../commands/enroll-device.js';
+import { perCommand } from '../commands/catalogue.js';
+import type { CommandEntry } from '../commands/command-entry.js';
+import { createCommandHandler, type CommandHandler } from '../commands/command-handler.js';
 import { createInProcessCommandPublisher } from '../commands/in-process-command-publisher.js';
-import { createUpdateEdgePolicy } from '../commands/update-edge-policy.js';
 import type { Config } from '../config/config.js';
 import { createCursorCodec } from '../feed/cursor.js';
 import { createFeedService } from '../feed/feed-service.js';
@@ -63,16 +64,18 @@ function apiDependencies(
     schemas: parts.schemas,
     feed: createFeedService({ store: parts.store, cursors: createCursorCodec(cursorKey(config, logger)) }),
     liveTail: createLiveTail({ store: parts.store, settings: config.liveTail, logger, metrics: parts.metrics, stored: parts.stored }),
-    enroll: createEnrollDevice({
-      publisher: parts.publisher,
-      idempotency: parts.idempotency,
-      topic: config.topics.enrollmentCommands,
-      env,
-      // The publisher's bound, then five seconds to record the acknowledgement: a store
-      // slow for a moment costs a racing request a longer wait, not a second copy.
-      claimLeaseMs: config.commandTimeoutMs + 5000,
-      onAckNotRecorded: (error) => logger.warn({ err: error }, 'an Idempotency-Key acknowledgement was not recorded; a retry may publish the command again'),
-    }),
+    commands: perCommand<CommandHandler>((entry) =>
+      createCommandHandler<CommandEntry>(entry, {
+        publisher: parts.publisher,
+        idempotency: parts.idempotency,
+        topic: config.topics[entry.topic.configKey],
+        env,
+        // The publisher's bound, then five seconds to record the acknowledgement: a store
+        // slow for a moment costs a racing request a longer wait, not a second copy.
+        claimLeaseMs: config.commandTimeoutMs + 5000,
+        onAckNotRecorded: (error) => logger.warn({ err: error }, 'an Idempotency-Key acknowledgement was not recorded; a retry may publish the command again'),
+      }),
+    ),
     rateLimiter: config.rateLimit === undefined ? undefined : createOrgRateLimiter(config.rateLimit),
     authFailures:
       config.authFailures === undefined
@@ -81,7 +84,6 @@ function apiDependencies(
             limiter: createOrgRateLimiter({ perSecond: config.authFailures.perMinute / 60, burst: config.authFailures.burst }),
             clientAddressOf: createClientAddressOf(config.trustedProxies),
           },
-    updateEdgePolicy: createUpdateEdgePolicy({ publisher: parts.publisher, topic: config.topics.edgePolicyCommands, env }),
   };
 }
 

@@ -1,4 +1,5 @@
 import type { Kafka } from 'kafkajs';
+import { commandFormat, commandTopics } from '../commands/catalogue.js';
 import { createKafkaCommandPublisher } from '../commands/kafka-command-publisher.js';
 import type { CommandPublisher } from '../commands/command-publisher.js';
 import type { Config, KafkaConfig } from '../config/config.js';
@@ -75,15 +76,15 @@ export async function openKafka(config: KafkaRuntimeConfig, logger: Logger): Pro
 }
 
 export function kafkaCommandPublisher(opened: OpenedKafka, config: KafkaRuntimeConfig, metrics: GatewayMetrics, logger: Logger): CommandPublisher {
-  const commandTopics = [config.topics.enrollmentCommands, config.topics.edgePolicyCommands];
+  const topics = commandTopics(config.topics).map(({ topic }) => topic);
   // Reported at zero from the start: rate() cannot see the first error of a series that appears with it, nor can the alert on it.
-  for (const topic of commandTopics) metrics.produceErrors.inc({ topic }, 0);
+  for (const topic of topics) metrics.produceErrors.inc({ topic }, 0);
   return createKafkaCommandPublisher({
     kafka: opened.kafka,
     metrics,
     producers: config.kafka.producers,
     timeoutMs: config.commandTimeoutMs,
-    messageLimits: new Map(commandTopics.map((topic) => [topic, limitOf(opened.messageLimits, topic)])),
+    messageLimits: new Map(topics.map((topic) => [topic, limitOf(opened.messageLimits, topic)])),
     compression: config.kafka.compression,
     logger,
   });
@@ -102,8 +103,7 @@ export async function startIngestConsumer(
     groupId: config.kafka.consumerGroup,
     sources: [
       ...config.topics.events.map((topic) => ({ topic, format: 'canonical-event' as const })),
-      { topic: config.topics.enrollmentCommands, format: 'enrollment-command' as const },
-      { topic: config.topics.edgePolicyCommands, format: 'edge-policy-command' as const },
+      ...commandTopics(config.topics).map(({ entry, topic }) => ({ topic, format: commandFormat(entry) })),
     ],
     deadLetterTopic: config.topics.deadLetter,
     deadLetterMaxBytes: limitOf(opened.messageLimits, config.topics.deadLetter),

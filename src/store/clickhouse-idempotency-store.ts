@@ -19,7 +19,7 @@ interface Row {
  * Idempotency records in a MergeTree table, for deployments without Keeper: record, then
  * read back the first record for the key. Two gateways that write at the same moment may
  * each read back only their own; the command id derived from the key
- * (src/commands/enroll-device.ts) makes their two commands one for every consumer.
+ * (src/commands/command-handler.ts) makes their two commands one for every consumer.
  */
 export function createClickHouseIdempotencyStore(transport: SqlTransport): IdempotencyStore {
   const find = async (ref: IdempotencyKeyRef): Promise<IdempotencyEntry | undefined> => {

@@ -1,10 +1,12 @@
 import { randomUUID } from 'node:crypto';
+import { permissions } from '../../src/auth/principal.js';
 import { signHs256Token } from '../../src/auth/sign-token.js';
 import type { CanonicalEvent, EdgePolicyCommand, EnrollmentCommand } from '../../src/generated/schema-types.js';
 
 export const uuid = (): string => randomUUID();
 
-export const ALL_SCOPES = ['events:read', 'devices:enroll', 'edge-policy:write'] as const;
+/** Every permission the gateway checks: the feed's and each catalogue entry's (src/auth/principal.ts). */
+export const ALL_SCOPES = permissions;
 
 /** A schema-valid canonical event; override any field. */
 export function canonicalEvent(overrides: Partial<CanonicalEvent> = {}): CanonicalEvent {

@@ -14,6 +14,7 @@
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import Provider, { errors, type ClientMetadata, type Configuration, type JWK } from 'oidc-provider';
+import { permissions } from '../../src/auth/principal.js';
 
 /** A client of the provider, allowed the client-credentials grant only. */
 export interface IdentityProviderClient {
@@ -60,7 +61,7 @@ export type FromProvider =
   | { readonly type: 'log'; readonly jwksFetches: readonly JwksFetch[]; readonly tokenRequests: readonly TokenRequest[] }
   | { readonly type: 'failed'; readonly message: string };
 
-const SCOPES = ['events:read', 'devices:enroll', 'edge-policy:write', 'kafka'];
+const SCOPES = [...permissions, 'kafka'];
 
 interface Settings {
   readonly issuer: string;

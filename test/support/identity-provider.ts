@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { exportJWK, generateKeyPair, type JWK } from 'jose';
 import type { FromProvider, IdentityProviderClient, JwksFetch, ToProvider, TokenRequest } from './identity-provider-process.js';
 import { freePort, repoRoot } from './processes.js';
+import { permissions } from '../../src/auth/principal.js';
 
 export type { IdentityProviderClient, JwksFetch, TokenRequest };
 
@@ -54,7 +55,7 @@ export function providerClient(overrides: Partial<IdentityProviderClient> & Pick
   return {
     clientId: `client-${randomBytes(4).toString('hex')}`,
     clientSecret: randomBytes(24).toString('base64url'),
-    scope: 'events:read devices:enroll edge-policy:write',
+    scope: permissions.join(' '),
     tokenTtlS: 300,
     ...overrides,
   };

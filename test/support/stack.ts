@@ -3,20 +3,21 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort, isAlive, repoRoot, runScript } from './processes.js';
 import { waitFor } from './wait-for.js';
+import { commandTopicEnvironment, commandTopicNames, type CommandTopicNames } from './command-topics.js';
+import { catalogue } from '../../src/commands/catalogue.js';
 const mainJs = join(repoRoot, 'dist', 'src', 'main.js');
 
 export interface StackTopics {
   readonly events: string;
-  readonly enrollments: string;
-  readonly edgePolicies: string;
+  /** Each catalogue entry's command topic. */
+  readonly commands: CommandTopicNames;
   readonly deadLetter: string;
 }
 
 /** Given to the processes explicitly, so that a variable left in the caller's environment cannot move them. */
 export const STACK_TOPICS: StackTopics = {
   events: 'platform.events',
-  enrollments: 'core.device-enrollment.commands',
-  edgePolicies: 'core.edge-policy.commands',
+  commands: commandTopicNames((name) => name),
   deadLetter: 'platform.events.dlq',
 };
 export const STACK_CONSUMER_GROUP = 'core-gateway-ingest';
@@ -102,7 +103,7 @@ async function pickPorts(): Promise<StackPorts> {
 
 // The stack's configuration is this module's to decide, not the caller's shell's; the
 // jar cache is machine-wide and stays.
-const INHERITED_CONFIG = /^(AUTH_|KAFKA_|CLICKHOUSE_|STACK_|INGEST_)|^(PORT|HOST|ROLE|DATA_DIR|LOG_LEVEL|CURSOR_SECRET|CONSUMER_PORT|LB_PORT|COMMAND_TIMEOUT_MS|EVENTS_TOPICS|ENROLLMENT_COMMANDS_TOPIC|EDGE_POLICY_COMMANDS_TOPIC|EVENTS_DLQ_TOPIC)$/;
+const INHERITED_CONFIG = new RegExp(`^(AUTH_|KAFKA_|CLICKHOUSE_|STACK_|INGEST_)|^(PORT|HOST|ROLE|DATA_DIR|LOG_LEVEL|CURSOR_SECRET|CONSUMER_PORT|LB_PORT|COMMAND_TIMEOUT_MS|EVENTS_TOPICS|EVENTS_DLQ_TOPIC|${catalogue.map(({ topic }) => topic.setting).join('|')})$`);
 const KEPT = new Set(['KAFKA_CACHE_DIR']);
 
 function stackEnvironment(dir: string, ports: StackPorts): NodeJS.ProcessEnv {
@@ -120,8 +121,7 @@ function stackEnvironment(dir: string, ports: StackPorts): NodeJS.ProcessEnv {
     KAFKA_CONTROLLER_PORT: String(ports.kafkaController),
     CLICKHOUSE_PORT: String(ports.clickhouse),
     EVENTS_TOPICS: STACK_TOPICS.events,
-    ENROLLMENT_COMMANDS_TOPIC: STACK_TOPICS.enrollments,
-    EDGE_POLICY_COMMANDS_TOPIC: STACK_TOPICS.edgePolicies,
+    ...commandTopicEnvironment(STACK_TOPICS.commands),
     EVENTS_DLQ_TOPIC: STACK_TOPICS.deadLetter,
     KAFKA_CONSUMER_GROUP: STACK_CONSUMER_GROUP,
     KAFKA_TOPIC_PARTITIONS: '3',

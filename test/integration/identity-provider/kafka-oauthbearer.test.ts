@@ -16,6 +16,7 @@ import { startTestGateway, type TestGateway } from '../../support/test-gateway.j
 import { waitFor } from '../../support/wait-for.js';
 import { runGatewayToExit } from '../kafka-security/gateway-exit.js';
 import { startOAuthBroker, type OAuthBroker } from './oauth-broker.js';
+import { commandTopicEnvironment, commandTopicNames } from '../../support/command-topics.js';
 
 const KAFKA_AUDIENCE = 'urn:kafka';
 const API_AUDIENCE = 'urn:core-gateway';
@@ -149,8 +150,7 @@ describe('Kafka OAUTHBEARER with tokens from an OpenID Connect provider', functi
     const run = `idp-${randomBytes(4).toString('hex')}`;
     const common = {
       EVENTS_TOPICS: `${run}.platform.events`,
-      ENROLLMENT_COMMANDS_TOPIC: `${run}.enrollment.commands`,
-      EDGE_POLICY_COMMANDS_TOPIC: `${run}.edge-policy.commands`,
+      ...commandTopicEnvironment(commandTopicNames((name) => `${run}.${name}`)),
       EVENTS_DLQ_TOPIC: `${run}.platform.events.dlq`,
       KAFKA_CONSUMER_GROUP: `${run}.ingest`,
       KAFKA_TOPIC_PARTITIONS: '1',

@@ -1,10 +1,11 @@
 import { AclOperationTypes, AclPermissionTypes, AclResourceTypes, ResourcePatternTypes, type Kafka } from 'kafkajs';
+import { commandTopicList, type CommandTopicNames } from '../../support/command-topics.js';
 
 /** The names one deployment uses: its topics and the ingest group. */
 export interface Deployment {
   readonly events: string;
-  readonly enrollments: string;
-  readonly edgePolicies: string;
+  /** Each catalogue entry's command topic. */
+  readonly commands: CommandTopicNames;
   readonly deadLetter: string;
   readonly group: string;
 }
@@ -20,13 +21,13 @@ const topic = (name: string, operation: Grant['operation']): Grant => ({ resourc
 
 /** ROLE=gateway with KAFKA_CREATE_TOPICS=false, as docs/kafka-contract.md lists it. */
 export function gatewayGrants(d: Deployment): Grant[] {
-  return [d.enrollments, d.edgePolicies].flatMap((name) => [topic(name, 'WRITE'), topic(name, 'DESCRIBE_CONFIGS')]);
+  return commandTopicList(d.commands).flatMap((name) => [topic(name, 'WRITE'), topic(name, 'DESCRIBE_CONFIGS')]);
 }
 
 /** ROLE=consumer with KAFKA_CREATE_TOPICS=false, as docs/kafka-contract.md lists it. */
 export function consumerGrants(d: Deployment): Grant[] {
   return [
-    ...[d.events, d.enrollments, d.edgePolicies].map((name) => topic(name, 'READ')),
+    ...[d.events, ...commandTopicList(d.commands)].map((name) => topic(name, 'READ')),
     topic(d.deadLetter, 'WRITE'),
     topic(d.deadLetter, 'DESCRIBE_CONFIGS'),
     { resource: 'group', name: d.group, operation: 'READ' },

@@ -8,14 +8,14 @@ import { received, type ReceivedMessage } from '../../support/kafka-topics.js';
 import type { Tenant, TestGateway } from '../../support/test-gateway.js';
 import { waitFor } from '../../support/wait-for.js';
 import type { Deployment } from './acls.js';
+import { commandTopicEnvironment, commandTopicNames } from '../../support/command-topics.js';
 
 /** Topic and group names of their own, under a prefix a test can grant ACLs on. */
 export function deployment(prefix: string): Deployment & { readonly env: Record<string, string> } {
   const run = `${prefix}${randomBytes(4).toString('hex')}`;
   const d = {
     events: `${run}.platform.events`,
-    enrollments: `${run}.enrollment.commands`,
-    edgePolicies: `${run}.edge-policy.commands`,
+    commands: commandTopicNames((name) => `${run}.${name}`),
     deadLetter: `${run}.platform.events.dlq`,
     group: `${run}.ingest`,
   };
@@ -23,8 +23,7 @@ export function deployment(prefix: string): Deployment & { readonly env: Record<
     ...d,
     env: {
       EVENTS_TOPICS: d.events,
-      ENROLLMENT_COMMANDS_TOPIC: d.enrollments,
-      EDGE_POLICY_COMMANDS_TOPIC: d.edgePolicies,
+      ...commandTopicEnvironment(d.commands),
       EVENTS_DLQ_TOPIC: d.deadLetter,
       KAFKA_CONSUMER_GROUP: d.group,
       KAFKA_TOPIC_PARTITIONS: '1',

@@ -10,12 +10,13 @@ import { waitFor } from '../../support/wait-for.js';
 import { consumerGrants, createGrants, gatewayGrants, grant, type Deployment } from './acls.js';
 import { deployment, enroll, inFeed, readyz, remoteGateway } from './helpers.js';
 import { secureBroker, secureKafkaEnv, sharedClickHouse, type User } from './secure-broker.js';
+import { commandTopicList } from '../../support/command-topics.js';
 
 const PREFIX = 'acl.';
 const AUTH_JWT_SECRET = randomBytes(32).toString('hex');
 
 async function createTopics(d: Deployment): Promise<void> {
-  await createKafkaTopics(secureBroker().admin, [d.events, d.enrollments, d.edgePolicies, d.deadLetter].map((topic) => ({ topic, numPartitions: 1 })));
+  await createKafkaTopics(secureBroker().admin, [d.events, ...commandTopicList(d.commands), d.deadLetter].map((topic) => ({ topic, numPartitions: 1 })));
 }
 
 /** A plain kafkajs client logged in as `user`, for trying what its ACLs do not allow. */
@@ -90,7 +91,7 @@ describe('least privilege: each role runs with exactly the ACLs docs/kafka-contr
     expect(policy.status, policy.text).to.equal(200);
     await inFeed(gateway, tenant, deviceId);
     const { admin } = secureBroker();
-    await waitFor('the ingest group committed the enrollment', () => committedToEnd(admin, d.group, d.enrollments));
+    await waitFor('the ingest group committed the enrollment', () => committedToEnd(admin, d.group, d.commands.enrollmentCommands));
 
     const producer = admin.producer();
     await producer.connect();
@@ -129,12 +130,12 @@ describe('least privilege: each role runs with exactly the ACLs docs/kafka-contr
     expect(await refusalOf(send(asGateway, d.events))).to.equal('TOPIC_AUTHORIZATION_FAILED');
     expect(await refusalOf(send(asGateway, d.deadLetter))).to.equal('TOPIC_AUTHORIZATION_FAILED');
     expect(await refusalOf(fetchEvents)).to.match(/AUTHORIZATION_FAILED|UNKNOWN_TOPIC_OR_PARTITION/);
-    expect(await refusalOf(send(asConsumer, d.enrollments))).to.equal('TOPIC_AUTHORIZATION_FAILED');
+    expect(await refusalOf(send(asConsumer, d.commands.enrollmentCommands))).to.equal('TOPIC_AUTHORIZATION_FAILED');
   });
 
   it('ROLE=all with KAFKA_CREATE_TOPICS=true takes the union plus CREATE on its topics, and creates them', async () => {
     const own = deployment(PREFIX);
-    const topics = [own.events, own.enrollments, own.edgePolicies, own.deadLetter];
+    const topics = [own.events, ...commandTopicList(own.commands), own.deadLetter];
     await grant(secureBroker().admin, 'all', [...gatewayGrants(own), ...consumerGrants(own), ...createGrants(topics)]);
     const gateway = await startTestGateway({ ...secureKafkaEnv('all'), ...own.env });
     gateways.push(gateway);

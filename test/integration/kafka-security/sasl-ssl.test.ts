@@ -45,7 +45,7 @@ describe('a gateway on a SASL_SSL broker', function () {
       const tenant = gateway.tenant();
       const { res, deviceId } = await enroll(gateway, tenant);
       expect(res.status, res.text).to.equal(202);
-      const command = await findOnTopic(secureBroker().admin, d.enrollments, (m) => m.key === deviceId);
+      const command = await findOnTopic(secureBroker().admin, d.commands.enrollmentCommands, (m) => m.key === deviceId);
       expect(JSON.parse(command.value!)).to.deep.include({ command_id: res.body.data.enrollment_id, device_id: deviceId });
       await inFeed(gateway, tenant, deviceId);
     });

@@ -11,6 +11,8 @@ import { canonicalEvent, uuid } from '../../support/factories.js';
 import { request } from '../../support/http-client.js';
 import type { ReceivedMessage } from '../../support/kafka-topics.js';
 import { describeOnEachStore, topicReader, type KafkaSuite, type TopicReader } from './kafka-suite.js';
+import { commandTopicList } from '../../support/command-topics.js';
+import { catalogue } from '../../../src/commands/catalogue.js';
 
 const checkedIn = JSON.parse(readFileSync(resolve(import.meta.dirname, '..', '..', '..', 'docs', 'asyncapi.json'), 'utf8')) as AsyncApiContract;
 const TRACEPARENT = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
@@ -22,8 +24,7 @@ const TRACEPARENT = '00-4bf92f3577b34da6a3ce929d0e0e4736-00f067aa0ba902b7-01';
 function messageOf(check: MessageCheck, suite: KafkaSuite, topic: string): string {
   const defaults: Record<string, string> = {
     [suite.topics.events]: 'platform.events',
-    [suite.topics.enrollments]: 'core.device-enrollment.commands',
-    [suite.topics.edgePolicies]: 'core.edge-policy.commands',
+    ...Object.fromEntries(catalogue.map(({ topic }) => [suite.topics.commands[topic.configKey], topic.default])),
     [suite.topics.deadLetter]: 'platform.events.dlq',
   };
   const names = check.messagesOf(defaults[topic]!);
@@ -47,7 +48,7 @@ describeOnEachStore('what the gateway writes to Kafka is what its AsyncAPI docum
     const { topics } = suite();
     // Messages are checked against the document the gateway serves.
     check = messageCheck((await fetchDocument()).body);
-    reader = await topicReader([topics.enrollments, topics.edgePolicies, topics.deadLetter]);
+    reader = await topicReader([...commandTopicList(topics.commands), topics.deadLetter]);
   });
   after(() => reader?.stop());
 
@@ -85,11 +86,11 @@ describeOnEachStore('what the gateway writes to Kafka is what its AsyncAPI docum
 
     const byId = new Map(commands.map((m) => [commandId(m), m]));
     const first = byId.get(enrollments[0]!.body.data.enrollment_id)!;
-    expect(first.topic).to.equal(topics.enrollments);
+    expect(first.topic).to.equal(topics.commands.enrollmentCommands);
     expect(first.headers).to.include({ traceparent: TRACEPARENT, 'request-id': enrollments[0]!.headers.get('x-request-id') });
     expect(first.headers).to.have.property('idempotency-key');
     expect(byId.get(enrollments[1]!.body.data.enrollment_id)!.headers).to.not.have.any.keys('traceparent', 'idempotency-key');
-    expect(byId.get(patches[0]!.body.data.command_id)!.topic).to.equal(topics.edgePolicies);
+    expect(byId.get(patches[0]!.body.data.command_id)!.topic).to.equal(topics.commands.edgePolicyCommands);
     expect(byId.get(patches[1]!.body.data.command_id)!.headers).to.not.have.property('traceparent');
   });
 
@@ -132,7 +133,7 @@ describeOnEachStore('what the gateway writes to Kafka is what its AsyncAPI docum
           ],
         });
         // Only the gateway writes commands; anything else there is dead-lettered.
-        await producer.send({ topic: topics.enrollments, acks: -1, messages: [{ key: uuid(), value: JSON.stringify({ command_id: uuid() }), headers: origin }] });
+        await producer.send({ topic: topics.commands.enrollmentCommands, acks: -1, messages: [{ key: uuid(), value: JSON.stringify({ command_id: uuid() }), headers: origin }] });
       } finally {
         await producer.disconnect();
       }
@@ -140,7 +141,7 @@ describeOnEachStore('what the gateway writes to Kafka is what its AsyncAPI docum
       const letters = await reader!.waitFor('seven dead letters', (m) => m.topic === topics.deadLetter && m.headers['test-run'] === marker, 7, 60_000);
       for (const letter of letters) expectAsDocumented(check, s, letter);
       expect(new Set(letters.map((m) => m.headers['dlq-reason']))).to.deep.equal(new Set(REJECT_REASONS));
-      expect(new Set(letters.map((m) => m.headers['dlq-source-topic']))).to.deep.equal(new Set([topics.events, topics.enrollments]));
+      expect(new Set(letters.map((m) => m.headers['dlq-source-topic']))).to.deep.equal(new Set([topics.events, topics.commands.enrollmentCommands]));
       expect(letters.find((m) => m.headers['dlq-reason'] === 'empty-value')!.key).to.equal(null);
       expect(Math.max(...letters.map((m) => m.headers['dlq-detail']!.length))).to.equal(1000);
 

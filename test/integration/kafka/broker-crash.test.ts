@@ -8,6 +8,7 @@ import { waitFor } from '../../support/wait-for.js';
 import { wholeFeed } from './feed-helpers.js';
 import { describeOnEachStore } from './kafka-suite.js';
 import { readToEnd } from '../../support/kafka-topics.js';
+import { commandTopicList } from '../../support/command-topics.js';
 
 // A few kills in npm test; `npm run test:broker-crash` runs the full schedule.
 const KILLS = Number(process.env['BROKER_CRASH_KILLS'] ?? '3');
@@ -61,7 +62,7 @@ describeOnEachStore(`broker SIGKILLed under concurrent commands (${KILLS} kills)
 
   it('leaves no partition blocked, every acknowledged command on its topic and in the feed exactly once, and ingestion going', async () => {
     const { gateway, infra, kafka, topics } = suite();
-    const written = [topics.enrollments, topics.edgePolicies, topics.events, topics.deadLetter];
+    const written = [...commandTopicList(topics.commands), topics.events, topics.deadLetter];
     const tenant = gateway.tenant();
     const history: History = { acknowledged: new Set(), unavailable: 0, unexpected: [] };
     const otherServices = kafka.producer();
@@ -100,7 +101,7 @@ describeOnEachStore(`broker SIGKILLed under concurrent commands (${KILLS} kills)
     }
 
     expect(history.unexpected, 'answers other than 2xx and 503').to.deep.equal([]);
-    const onTopics = await readToEnd(kafka, [topics.enrollments, topics.edgePolicies]);
+    const onTopics = await readToEnd(kafka, commandTopicList(topics.commands));
     const commandCounts = new Map<string, number>();
     for (const message of onTopics) {
       const command = JSON.parse(message.value!) as { command_id: string; org_id: string };

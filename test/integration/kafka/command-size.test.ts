@@ -9,6 +9,7 @@ import { startGatewayProcess } from '../../support/gateway-process.js';
 import { request } from '../../support/http-client.js';
 import { createTopics, readToEnd } from '../../support/kafka-topics.js';
 import { describeOnEachStore, sharedKafka } from './kafka-suite.js';
+import { commandTopicEnvironment, commandTopicList, commandTopicNames } from '../../support/command-topics.js';
 
 /** An enrollment body of about `bytes` bytes of JSON, all of it legal. */
 const largeBody = (bytes: number) => ({ display_name: 'Pump', enrollment_type: 'factory', meta: { notes: 'n'.repeat(bytes - 100) } });
@@ -32,7 +33,7 @@ describeOnEachStore('commands near the size limits', function (suite) {
     );
     expect(answers.map((a) => a.status)).to.deep.equal(answers.map(() => 202));
     const ids = new Set(answers.map((a) => a.body.data.enrollment_id));
-    const onTopic = (await readToEnd(kafka, [topics.enrollments])).filter((m) => m.key === deviceId);
+    const onTopic = (await readToEnd(kafka, [topics.commands.enrollmentCommands])).filter((m) => m.key === deviceId);
     expect(new Set(onTopic.map((m) => (JSON.parse(m.value!) as { command_id: string }).command_id))).to.deep.equal(ids);
     expect(onTopic).to.have.length(60);
   });
@@ -44,10 +45,10 @@ describe('a command larger than its topic accepts', function () {
   it('is refused at the door with a 413 in the envelope, while smaller commands still go out', async () => {
     const { kafka, infra } = sharedKafka();
     const run = randomBytes(4).toString('hex');
-    const enrollments = `core.device-enrollment.commands.small.${run}`;
-    const edgePolicies = `core.edge-policy.commands.small.${run}`;
+    const commands = commandTopicNames((name) => `${name}.small.${run}`);
+    const enrollments = commands.enrollmentCommands;
     // The operator's topics take batches of at most 16 KiB, a quarter of the HTTP body limit.
-    await createTopics(kafka, [enrollments, edgePolicies].map((topic) => ({ topic, numPartitions: 1, configEntries: [{ name: 'max.message.bytes', value: '16384' }] })));
+    await createTopics(kafka, commandTopicList(commands).map((topic) => ({ topic, numPartitions: 1, configEntries: [{ name: 'max.message.bytes', value: '16384' }] })));
     const admin = kafka.admin();
     await admin.connect();
     const { resources } = await admin.describeConfigs({ includeSynonyms: false, resources: [{ type: ConfigResourceTypes.TOPIC, name: enrollments, configNames: ['max.message.bytes'] }] });
@@ -59,8 +60,7 @@ describe('a command larger than its topic accepts', function () {
     const gateway = await startGatewayProcess({
       AUTH_JWT_SECRET: secret,
       KAFKA_BROKERS: infra.brokers.join(','),
-      ENROLLMENT_COMMANDS_TOPIC: enrollments,
-      EDGE_POLICY_COMMANDS_TOPIC: edgePolicies,
+      ...commandTopicEnvironment(commands),
       EVENTS_TOPICS: `platform.events.small.${run}`,
       EVENTS_DLQ_TOPIC: `platform.events.dlq.small.${run}`,
       KAFKA_CONSUMER_GROUP: `core-gateway-ingest-small-${run}`,

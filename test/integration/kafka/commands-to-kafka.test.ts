@@ -9,6 +9,7 @@ import type { Kafka } from 'kafkajs';
 import { waitFor } from '../../support/wait-for.js';
 import { topicEnds } from '../../support/kafka-topics.js';
 import { describeOnEachStore, topicReader, type TopicReader } from './kafka-suite.js';
+import { commandTopicList } from '../../support/command-topics.js';
 
 const schemas = createSchemaRegistry();
 const TRACEPARENT = '00-0af7651916cd43dd8448eb211c80319c-b7ad6b7169203331-01';
@@ -34,7 +35,7 @@ describeOnEachStore('commands published to Kafka', function (suite) {
 
   before(async () => {
     const { topics } = suite();
-    reader = await topicReader([topics.enrollments, topics.edgePolicies]);
+    reader = await topicReader(commandTopicList(topics.commands));
   });
   after(() => reader.stop());
 
@@ -51,7 +52,7 @@ describeOnEachStore('commands published to Kafka', function (suite) {
     expect(res.status).to.equal(202);
     const enrollmentId = res.body.data.enrollment_id;
 
-    const [command] = await reader.waitFor('enrollment command', (m) => m.topic === topics.enrollments && m.value?.includes(enrollmentId) === true);
+    const [command] = await reader.waitFor('enrollment command', (m) => m.topic === topics.commands.enrollmentCommands && m.value?.includes(enrollmentId) === true);
     expect(command!.key).to.equal(deviceId);
     expect(command!.headers).to.deep.equal({
       'content-type': 'application/json',
@@ -92,7 +93,7 @@ describeOnEachStore('commands published to Kafka', function (suite) {
     expect(res.status).to.equal(200);
     const commandId = res.body.data.command_id;
 
-    const [command] = await reader.waitFor('edge-policy command', (m) => m.topic === topics.edgePolicies && m.value?.includes(commandId) === true);
+    const [command] = await reader.waitFor('edge-policy command', (m) => m.topic === topics.commands.edgePolicyCommands && m.value?.includes(commandId) === true);
     expect(command!.key).to.equal(fleetId);
     const value = JSON.parse(command!.value!) as GatewayCommand;
     expect(schemas.check('edge-policy-command.schema.json', value).ok).to.equal(true);
@@ -113,7 +114,7 @@ describeOnEachStore('commands published to Kafka', function (suite) {
       const res = await gateway.call<{ data: EnrollmentAccepted }>('POST', `/projects/${tenant.projectId}/fleets/${uuid()}/devices/${deviceId}/enroll`, { headers, body: { external_id: String(i) } });
       ids.push(res.body.data.enrollment_id);
     }
-    const commands = await reader.waitFor('five commands of one device', (m) => m.topic === topics.enrollments && m.key === deviceId, 5);
+    const commands = await reader.waitFor('five commands of one device', (m) => m.topic === topics.commands.enrollmentCommands && m.key === deviceId, 5);
     expect(new Set(commands.map((c) => c.partition)).size).to.equal(1);
     expect(commands.map((c) => (JSON.parse(c.value!) as { command_id: string }).command_id)).to.deep.equal(ids);
   });
@@ -134,8 +135,8 @@ describeOnEachStore('commands published to Kafka', function (suite) {
 
     // One device's commands share a partition in order: once a later command is read, every earlier one has been.
     const later = await gateway.call<{ data: EnrollmentAccepted }>('POST', path, { headers, body: { display_name: 'Later' } });
-    await reader.waitFor('the later command', (m) => m.topic === topics.enrollments && m.value?.includes(later.body.data.enrollment_id) === true);
-    const keyed = reader.messages.filter((m) => m.topic === topics.enrollments && m.key === deviceId && m.headers['idempotency-key'] === 'same-moment');
+    await reader.waitFor('the later command', (m) => m.topic === topics.commands.enrollmentCommands && m.value?.includes(later.body.data.enrollment_id) === true);
+    const keyed = reader.messages.filter((m) => m.topic === topics.commands.enrollmentCommands && m.key === deviceId && m.headers['idempotency-key'] === 'same-moment');
     // Requests that overlap share one flight and one send. One that arrives after the flight
     // ended is a retry, and a retry republishes the recorded command, a copy with the same
     // command_id that consumers and the feed fold (docs/decisions/idempotency.md): so the

@@ -8,6 +8,7 @@ import { readToEnd } from '../../support/kafka-topics.js';
 import { storeEnvironment } from '../../support/stores.js';
 import { waitFor } from '../../support/wait-for.js';
 import { describeOnEachStore } from './kafka-suite.js';
+import { commandTopicEnvironment, commandTopicNames } from '../../support/command-topics.js';
 
 const CLIENTS = 20;
 const GRACE_MS = 5_000;
@@ -53,15 +54,15 @@ describeOnEachStore('SIGTERM to a gateway process under load', function (suite) 
   it(`stops taking requests, answers those in flight, flushes the producer and exits 0 within SHUTDOWN_GRACE_MS, with ${CLIENTS} keep-alive clients`, async () => {
     const { infra, kafka, store } = suite();
     const run = randomBytes(4).toString('hex');
-    const enrollments = `core.device-enrollment.commands.shutdown.${run}`;
+    const commands = commandTopicNames((name) => `${name}.shutdown.${run}`);
+    const enrollments = commands.enrollmentCommands;
     const secret = randomBytes(32).toString('hex');
     gateway = await startGatewayProcess({
       KAFKA_BROKERS: infra.brokers.join(','),
       ...storeEnvironment(store, infra.clickhouse?.url),
       AUTH_JWT_SECRET: secret,
       EVENTS_TOPICS: `platform.events.shutdown.${run}`,
-      ENROLLMENT_COMMANDS_TOPIC: enrollments,
-      EDGE_POLICY_COMMANDS_TOPIC: `core.edge-policy.commands.shutdown.${run}`,
+      ...commandTopicEnvironment(commands),
       EVENTS_DLQ_TOPIC: `platform.events.dlq.shutdown.${run}`,
       KAFKA_CONSUMER_GROUP: `core-gateway-ingest-shutdown-${run}`,
       KAFKA_TOPIC_PARTITIONS: '3',

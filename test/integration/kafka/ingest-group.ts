@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { AssignerProtocol, type Kafka } from 'kafkajs';
 import type { TestInfra } from '../../support/infra.js';
 import { storeEnvironment } from '../../support/stores.js';
+import { commandTopicEnvironment, commandTopicNames } from '../../support/command-topics.js';
 
 /** A ROLE=consumer process's environment: topics and a group of its own, a database of its own on the suite's ClickHouse server. */
 export interface ConsumerProcessSetup {
@@ -24,8 +25,7 @@ export function consumerProcessSetup(infra: TestInfra, label: string, settings: 
     KAFKA_BROKERS: infra.brokers.join(','),
     ...store,
     EVENTS_TOPICS: topic,
-    ENROLLMENT_COMMANDS_TOPIC: `core.device-enrollment.commands.${label}.${run}`,
-    EDGE_POLICY_COMMANDS_TOPIC: `core.edge-policy.commands.${label}.${run}`,
+    ...commandTopicEnvironment(commandTopicNames((name) => `${name}.${label}.${run}`)),
     EVENTS_DLQ_TOPIC: `platform.events.dlq.${label}.${run}`,
     KAFKA_CONSUMER_GROUP: groupId,
     SHUTDOWN_GRACE_MS: '2000',

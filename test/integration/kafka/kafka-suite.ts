@@ -5,11 +5,12 @@ import { received, type ReceivedMessage } from '../../support/kafka-topics.js';
 import { storeEnvironment, storesUnderTest, type StoreKind } from '../../support/stores.js';
 import { startTestGateway, type TestGateway } from '../../support/test-gateway.js';
 import { waitFor } from '../../support/wait-for.js';
+import { commandTopicEnvironment, commandTopicNames, type CommandTopicNames } from '../../support/command-topics.js';
 
 export interface Topics {
   readonly events: string;
-  readonly enrollments: string;
-  readonly edgePolicies: string;
+  /** Each catalogue entry's command topic. */
+  readonly commands: CommandTopicNames;
   readonly deadLetter: string;
 }
 
@@ -97,8 +98,7 @@ async function startSuite(store: StoreKind, infra: TestInfra): Promise<KafkaSuit
   const run = randomBytes(4).toString('hex');
   const topics: Topics = {
     events: `platform.events.${run}`,
-    enrollments: `core.device-enrollment.commands.${run}`,
-    edgePolicies: `core.edge-policy.commands.${run}`,
+    commands: commandTopicNames((name) => `${name}.${run}`),
     deadLetter: `platform.events.dlq.${run}`,
   };
   const consumerGroup = `core-gateway-ingest-${run}`;
@@ -106,8 +106,7 @@ async function startSuite(store: StoreKind, infra: TestInfra): Promise<KafkaSuit
     KAFKA_BROKERS: infra.brokers.join(','),
     ...storeEnvironment(store, infra.clickhouse?.url),
     EVENTS_TOPICS: topics.events,
-    ENROLLMENT_COMMANDS_TOPIC: topics.enrollments,
-    EDGE_POLICY_COMMANDS_TOPIC: topics.edgePolicies,
+    ...commandTopicEnvironment(topics.commands),
     EVENTS_DLQ_TOPIC: topics.deadLetter,
     KAFKA_CONSUMER_GROUP: consumerGroup,
     KAFKA_TOPIC_PARTITIONS: '3',

@@ -15,12 +15,12 @@ describeOnEachStore('Prometheus metrics of Kafka and ingestion', function (suite
   it('times sends of commands per topic', async () => {
     const { gateway, topics } = suite();
     const tenant = gateway.tenant();
-    const sends = async () => total(await scrape(), 'kafka_produce_duration_seconds_count', { topic: topics.enrollments });
+    const sends = async () => total(await scrape(), 'kafka_produce_duration_seconds_count', { topic: topics.commands.enrollmentCommands });
     const before = await sends();
     const res = await gateway.call('POST', `/projects/${tenant.projectId}/fleets/${uuid()}/devices/${uuid()}/enroll`, { headers: await tenant.headers(), body: {} });
     expect(res.status).to.equal(202);
     expect(await sends()).to.be.at.least(before + 1);
-    expect(total(await scrape(), 'kafka_produce_errors_total', { topic: topics.enrollments })).to.equal(0);
+    expect(total(await scrape(), 'kafka_produce_errors_total', { topic: topics.commands.enrollmentCommands })).to.equal(0);
   });
 
   it('counts dead letters by reason, and reports batch size, insert time and lag per partition', async () => {

@@ -70,7 +70,7 @@ describe('the production shape: two gateways, a consumer, a broker and ClickHous
     const stored = await waitFor('the consumer\'s line for the request', async () =>
       stack.logLines('consumer').find((line) => line.requestId === requestId && line.msg === 'command event stored'),
     );
-    expect(stored).to.include({ topic: stack.topics.enrollments });
+    expect(stored).to.include({ topic: stack.topics.commands.enrollmentCommands });
     // Log lines are written in batches (src/observability/logger.ts): wait for the gateway's as for the consumer's.
     const access = await waitFor('the gateway\'s access line for the request', async () =>
       stack.logLines('gateway-1').find((line) => line.requestId === requestId && line.msg === 'request'),
@@ -101,11 +101,11 @@ describe('the production shape: two gateways, a consumer, a broker and ClickHous
 
     // The first publish was acknowledged, so the retry answers from its record and sends nothing (docs/decisions/idempotency.md).
     const enrollmentId = first.body.data.enrollment_id;
-    const copies = (await readToEnd(kafka, [stack.topics.enrollments])).filter(
+    const copies = (await readToEnd(kafka, [stack.topics.commands.enrollmentCommands])).filter(
       (m) => (JSON.parse(m.value!) as EnrollmentCommand).command_id === enrollmentId,
     );
     expect(copies, 'copies of the command on its topic').to.have.length(1);
-    await waitFor('the consumer past the command', () => committedToEnd(kafka, stack.consumerGroup, stack.topics.enrollments), 30_000, 250);
+    await waitFor('the consumer past the command', () => committedToEnd(kafka, stack.consumerGroup, stack.topics.commands.enrollmentCommands), 30_000, 250);
 
     const feed = await wholeFeed(stack, tenant);
     expect(feed.map((e) => e.correlation_id)).to.deep.equal([enrollmentId]);

@@ -2,16 +2,19 @@ import { Parser } from '@asyncapi/parser';
 import { expect } from 'chai';
 import { asyncApiDocument } from '../../../src/asyncapi/asyncapi-document.js';
 import type { CommandContext, CommandEnvironment } from '../../../src/commands/command-context.js';
-import { buildEnrollment } from '../../../src/commands/enroll-device.js';
-import { buildEdgePolicyUpdate } from '../../../src/commands/update-edge-policy.js';
+import { edgePolicy } from '../../../src/commands/catalogue/edge-policy.js';
+import { enrollment } from '../../../src/commands/catalogue/enrollment.js';
+import { catalogue, commandTopics } from '../../../src/commands/catalogue.js';
+import { acceptCommand } from '../../../src/commands/command-handler.js';
 import { loadConfig } from '../../../src/config/config.js';
 import { deadLetterMessage, deadLetterReference } from '../../../src/ingest/dead-letter.js';
 import { REJECT_REASONS } from '../../../src/ingest/event-ingestor.js';
 import { schemaComponent } from '../../../src/schemas/schema-components.js';
-import { schemasById } from '../../../src/schemas/schema-files.js';
+import { schemasById, type SchemaId } from '../../../src/schemas/schema-files.js';
 import type { PublishRequest } from '../../../src/commands/command-publisher.js';
 import { messageCheck, type AsyncApiContract, type KafkaRecord } from '../../support/asyncapi-messages.js';
 import { uuid } from '../../support/factories.js';
+import type { JsonValue } from '../../../src/json/json-value.js';
 
 const document = () => asyncApiDocument() as unknown as AsyncApiContract & { components: { schemas: Record<string, unknown> } };
 
@@ -38,14 +41,12 @@ describe('AsyncAPI document', () => {
     expect(parsed, 'the parser returned no document').to.not.equal(undefined);
     expect(parsed!.version()).to.equal('3.0.0');
 
-    const operations = parsed!.operations().all().map((o) => [o.id(), o.action(), o.channels().all().map((c) => c.address())]);
+    const operations = parsed!.operations().all().map((o) => [o.action(), o.channels().all().map((c) => c.address())]);
+    // The gateway sends each catalogue entry's commands, and the consumer receives them.
     expect(operations).to.have.deep.members([
-      ['publishEnrollmentCommand', 'send', ['core.device-enrollment.commands']],
-      ['publishEdgePolicyCommand', 'send', ['core.edge-policy.commands']],
-      ['ingestEvents', 'receive', ['platform.events']],
-      ['ingestEnrollmentCommands', 'receive', ['core.device-enrollment.commands']],
-      ['ingestEdgePolicyCommands', 'receive', ['core.edge-policy.commands']],
-      ['deadLetter', 'send', ['platform.events.dlq']],
+      ...catalogue.flatMap(({ topic }) => [['send', [topic.default]], ['receive', [topic.default]]]),
+      ['receive', ['platform.events']],
+      ['send', ['platform.events.dlq']],
     ]);
     const enrollment = parsed!.channels().all().find((c) => c.address() === 'core.device-enrollment.commands')!.messages().all()[0]!;
     expect(enrollment.payload()!.title()).to.equal('EnrollmentCommand');
@@ -55,7 +56,7 @@ describe('AsyncAPI document', () => {
   it('has one channel for each topic the product reads or writes, at its default name', () => {
     const { topics } = loadConfig({});
     const addresses = Object.values(document().channels).map((c) => c.address);
-    expect(addresses).to.have.members([...topics.events, topics.enrollmentCommands, topics.edgePolicyCommands, topics.deadLetter]);
+    expect(addresses).to.have.members([...topics.events, ...commandTopics(topics).map(({ topic }) => topic), topics.deadLetter]);
   });
 
   it('gives the message values the schemas of schemas/ themselves, and carries no other schema', () => {
@@ -66,26 +67,32 @@ describe('AsyncAPI document', () => {
       return (doc.components.messages[name!]!.payload as { $ref: string }).$ref;
     };
     expect(valueOf('platform.events')).to.equal('#/components/schemas/CanonicalEvent');
-    expect(valueOf('core.device-enrollment.commands')).to.equal('#/components/schemas/EnrollmentCommand');
-    expect(valueOf('core.edge-policy.commands')).to.equal('#/components/schemas/EdgePolicyCommand');
-    const carried = ['canonical-event', 'edge-policy-command', 'edge-policy-patch', 'edge-policy-value', 'enrollment-command', 'enrollment-request'] as const;
-    expect(doc.components.schemas).to.deep.equal(
-      Object.fromEntries(carried.map((name) => schemasById[`${name}.schema.json`]).map((schema) => [schema.title, schemaComponent(schema)])),
-    );
+    for (const { topic, schemas } of catalogue) expect(valueOf(topic.default)).to.equal(`#/components/schemas/${schemasById[schemas.command].title}`);
+    // The values' schemas and every schema they refer to, and nothing else.
+    const carried = new Set<SchemaId>();
+    const carry = (id: SchemaId): void => {
+      if (carried.has(id)) return;
+      carried.add(id);
+      for (const [, ref] of JSON.stringify(schemasById[id]).matchAll(/"\$ref":"([a-z-]+\.schema\.json)"/g)) carry(ref as SchemaId);
+    };
+    for (const id of ['canonical-event.schema.json', ...catalogue.map(({ schemas }) => schemas.command)] as const) carry(id);
+    // Read as JSON, as the generator reads them: a union of all the files is more than JsonValue's type can check.
+    const component = (id: SchemaId) => [schemasById[id].title, schemaComponent(schemasById[id] as unknown as JsonValue)];
+    expect(doc.components.schemas).to.deep.equal(Object.fromEntries([...carried].map(component)));
   });
 
   it('describes the keys and headers of the commands the gateway builds, with and without their optional headers', () => {
     const check = messageCheck(document());
     const path = { project_id: uuid(), fleet_id: uuid(), device_id: uuid() };
     const enrollments = [
-      buildEnrollment({ context: context(), path, body: { display_name: 'Pump 7' }, idempotencyKey: 'key-1' }, 'core.device-enrollment.commands', env),
-      buildEnrollment({ context: context({ trace: undefined }), path, body: {}, idempotencyKey: undefined }, 'core.device-enrollment.commands', env),
+      acceptCommand(enrollment, { context: context(), path, body: { display_name: 'Pump 7' }, idempotencyKey: 'key-1' }, 'core.device-enrollment.commands', env),
+      acceptCommand(enrollment, { context: context({ trace: undefined }), path, body: {}, idempotencyKey: undefined }, 'core.device-enrollment.commands', env),
     ].map((built) => asRead(built.publish));
     expect(enrollments[0]!.headers).to.include.keys('traceparent', 'idempotency-key', 'request-id');
     for (const record of enrollments) expect(check.problems('EnrollmentCommand', record)).to.deep.equal([]);
 
     const { project_id, fleet_id } = path;
-    const edge = asRead(buildEdgePolicyUpdate({ context: context(), path: { project_id, fleet_id }, patch: { sync: { every_s: 30 } } }, 'core.edge-policy.commands', env).publish);
+    const edge = asRead(acceptCommand(edgePolicy, { context: context(), path: { project_id, fleet_id }, body: { sync: { every_s: 30 } }, idempotencyKey: undefined }, 'core.edge-policy.commands', env).publish);
     expect(edge.key).to.equal(fleet_id);
     expect(check.problems('EdgePolicyCommand', edge)).to.deep.equal([]);
 
@@ -103,8 +110,7 @@ describe('AsyncAPI document', () => {
     const check = messageCheck(doc);
     const keyOf: Record<string, (payload: Record<string, string>) => string | null> = {
       CanonicalEvent: (p) => p['device_id'] ?? p['project_id']!,
-      EnrollmentCommand: (p) => p['device_id']!,
-      EdgePolicyCommand: (p) => p['fleet_id']!,
+      ...Object.fromEntries(catalogue.map(({ docs, partitionKey }) => [docs.message, (p: Record<string, string>) => p[partitionKey]!])),
       DeadLetter: () => null,
     };
     expect(Object.keys(doc.components.messages)).to.have.members(Object.keys(keyOf));

@@ -1,6 +1,8 @@
 import { expect } from 'chai';
 import type { CommandPublisher, PublishRequest } from '../../../src/commands/command-publisher.js';
-import { buildEnrollment, createEnrollDevice, keyedCommandId, type EnrollInput } from '../../../src/commands/enroll-device.js';
+import { enrollment } from '../../../src/commands/catalogue/enrollment.js';
+import type { CommandEnvironment } from '../../../src/commands/command-context.js';
+import { acceptCommand, createCommandHandler, keyedCommandId, type CommandHandlerDependencies, type InputOf } from '../../../src/commands/command-handler.js';
 import { fingerprint } from '../../../src/commands/fingerprint.js';
 import type { IdempotencyEntry, IdempotencyStore } from '../../../src/commands/idempotency-store.js';
 import { AppError } from '../../../src/errors/app-error.js';
@@ -8,6 +10,16 @@ import { createSchemaRegistry } from '../../../src/schemas/schema-registry.js';
 import { uuid } from '../../support/factories.js';
 
 const schemas = createSchemaRegistry();
+
+type EnrollInput = InputOf<typeof enrollment>;
+
+/** The generic command handler, for the enrollment entry: the command with an Idempotency-Key. */
+function createEnrollDevice(deps: CommandHandlerDependencies) {
+  const handle = createCommandHandler(enrollment, deps);
+  return async (input: EnrollInput) => (await handle(input)).response;
+}
+
+const buildEnrollment = (input: EnrollInput, topic: string, env: CommandEnvironment, commandId?: string) => acceptCommand(enrollment, input, topic, env, commandId);
 
 /** An in-memory idempotency store with a compare-and-set: the first entry claimed for a key holds, as in KeeperMap. */
 function memoryIdempotency(options: { failAcks?: boolean; failFirstAcks?: number } = {}): IdempotencyStore & { readonly saves: number; readonly acks: string[] } {
@@ -72,7 +84,7 @@ function input(overrides: Partial<EnrollInput> = {}): EnrollInput {
   };
 }
 
-describe('enroll device', () => {
+describe('command handler (the enrollment entry)', () => {
   it('publishes a schema-valid command keyed by device_id, and nothing else', async () => {
     const { published, enroll } = fakes();
     const req = input({ idempotencyKey: 'k1' });
