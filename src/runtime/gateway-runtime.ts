@@ -9,6 +9,7 @@ import { createUpdateEdgePolicy } from '../commands/update-edge-policy.js';
 import type { Config } from '../config/config.js';
 import { createCursorCodec } from '../feed/cursor.js';
 import { createFeedService } from '../feed/feed-service.js';
+import { createFirstPageCache, invalidatingWrites, type FirstPageCache } from '../feed/first-page-cache.js';
 import { createLiveTail } from '../feed/live-tail.js';
 import { createApp, type ApiDependencies } from '../http/app.js';
 import { createOrgRateLimiter } from '../http/org-rate-limiter.js';
@@ -20,7 +21,7 @@ import { NotReady, type ReadinessProbe } from '../observability/readiness.js';
 import { createSchemaRegistry, type SchemaRegistry } from '../schemas/schema-registry.js';
 import { createClickHouseCommandLog } from '../store/clickhouse-command-log.js';
 import { createClickHouseEventStore } from '../store/clickhouse-event-store.js';
-import type { EventStore } from '../store/event-store.js';
+import type { EventStore, FeedSlice } from '../store/event-store.js';
 import { rowRefusal } from '../store/store-refusal.js';
 import { createVerifier } from './auth-runtime.js';
 import { startHttpServer, type HttpServer } from './http-server.js';
@@ -55,12 +56,12 @@ function apiDependencies(
   config: Config,
   logger: Logger,
   env: CommandEnvironment,
-  parts: { idempotency: IdempotencyStore; store: EventStore; publisher: CommandPublisher; schemas: SchemaRegistry; metrics: GatewayMetrics },
+  parts: { idempotency: IdempotencyStore; store: EventStore; publisher: CommandPublisher; schemas: SchemaRegistry; metrics: GatewayMetrics; firstPages: FirstPageCache<FeedSlice> },
 ): ApiDependencies {
   return {
     verifier: createVerifier(config, logger),
     schemas: parts.schemas,
-    feed: createFeedService({ store: parts.store, cursors: createCursorCodec(cursorKey(config, logger)) }),
+    feed: createFeedService({ store: parts.store, cursors: createCursorCodec(cursorKey(config, logger)), firstPages: parts.firstPages }),
     liveTail: createLiveTail({ store: parts.store, settings: config.liveTail, logger, metrics: parts.metrics }),
     enroll: createEnrollDevice({
       publisher: parts.publisher,
@@ -108,7 +109,9 @@ export async function startRuntime(config: Config, logger: Logger, env: CommandE
   };
   try {
     const schemas = createSchemaRegistry();
-    const store = createClickHouseEventStore(transport);
+    // This process's own ingest writes drop the first pages it keeps of the projects written.
+    const firstPages = createFirstPageCache<FeedSlice>({ maxAgeMs: config.feedFirstPageMaxAgeMs });
+    const store = invalidatingWrites(createClickHouseEventStore(transport), firstPages);
     const ingestor = createEventIngestor({ store, schemas });
     const metrics = createGatewayMetrics();
     let closing = false;
@@ -146,7 +149,7 @@ export async function startRuntime(config: Config, logger: Logger, env: CommandE
       closers.push(() => publisher.close());
       const idempotency = await openIdempotencyStore(transport, config);
       logger.info({ compareAndSet: idempotency.compareAndSet }, idempotency.compareAndSet ? 'Idempotency-Key records in KeeperMap' : 'Idempotency-Key records in the idempotency_keys table');
-      api = apiDependencies(config, logger, env, { idempotency, store, publisher, schemas, metrics });
+      api = apiDependencies(config, logger, env, { idempotency, store, publisher, schemas, metrics, firstPages });
     }
     const separateOps = config.opsPort !== undefined;
     let ops: HttpServer | undefined;
