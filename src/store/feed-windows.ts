@@ -101,7 +101,7 @@ export interface WindowWalk {
   next(): FeedWindow | undefined;
   /** The newest matching event below the last window lies at `newestMs`: the next window reaches from that window's lower edge down past it, as wide as the next one would have been. */
   skipTo(newestMs: number): void;
-  /** Whether a probe is left for a skip and the window after it. */
+  /** Whether a skip may follow the last window: the next would be the widest, and a probe is left for the skip and the window after it. */
   readonly canSkip: boolean;
   /** The lowest edge any window of this page may have; undefined when the plan reaches `since`, or 1900. */
   readonly reach: string | undefined;
@@ -139,7 +139,10 @@ export function windowWalk(query: Pick<FeedQuery, 'after' | 'filters'>, nowMs: n
       topMs = Math.min(topMs, Math.floor(newestMs) + 1);
     },
     get canSkip() {
-      return !done && plan.probes - used >= 2;
+      // Only once the widening has reached its widest: the narrow windows near the top stay
+      // in the newest partition, where a skip over the whole reach would open a granule of
+      // every part down to it, the plain query's cost again, to save a window or two.
+      return !done && width >= plan.widestMs && plan.probes - used >= 2;
     },
     reach,
   };

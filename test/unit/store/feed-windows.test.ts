@@ -85,33 +85,37 @@ describe('feed windows', () => {
       }
     });
 
-    it('after a skip, reaches from the empty window\'s edge down past the newest event, never below the plan\'s reach, within the probes', () => {
+    it('skips only once the widening reaches its widest, then reaches from the empty window\'s edge down past the newest event, never below the plan\'s reach, within the probes', () => {
       const walk = windowWalk({ after: undefined, filters: {} }, NOW);
-      const first = walk.next()!;
       expect(walk.reach).to.equal(feedWindows({ after: undefined, filters: {} }, NOW).at(-1)!.from);
+      const narrow = [walk.next(), walk.next(), walk.next()];
+      expect(walk.canSkip, 'after 1 h, 8 h and 64 h').to.equal(false);
+      const fourth = walk.next()!;
+      expect(walk.canSkip, 'after 21 days: the next window is 31 days').to.equal(true);
       const newest = NOW - 200 * 24 * HOUR + 0.5;
       walk.skipTo(newest);
-      const second = walk.next()!;
-      expect(second.to, 'no gap after the empty window').to.equal(first.from);
-      // As wide as the second window would have been (8 h), below the event's next millisecond.
-      expect(second.from).to.equal(at(Math.floor(newest) + 1 - 8 * HOUR));
+      const next = walk.next()!;
+      expect(next.to, 'no gap after the empty window').to.equal(fourth.from);
+      // As wide as the next window would have been (31 days), below the event's next millisecond.
+      expect(next.from).to.equal(at(Math.floor(newest) + 1 - 31 * 24 * HOUR));
       const rest = drain(walk);
       expect(rest.at(-1)!.from).to.equal(walk.reach);
-      expect(2 + 1 + rest.length, 'windows and the skip').to.be.at.most(WINDOW_PLAN.probes);
+      expect(narrow.length + 1 + 1 + 1 + rest.length, 'windows and the skip').to.be.at.most(WINDOW_PLAN.probes);
       for (let i = 1; i < rest.length; i += 1) expect(rest[i]!.to).to.equal(rest[i - 1]!.from);
     });
 
     it('ends at the reach when a skip lands within one window of it', () => {
       const walk = windowWalk({ after: undefined, filters: {} }, NOW);
-      const first = walk.next()!;
+      for (let i = 0; i < 3; i += 1) walk.next();
+      const fourth = walk.next()!;
       walk.skipTo(storeTextMs(walk.reach!) + 1000);
-      expect(walk.next()).to.deep.equal({ from: walk.reach, to: first.from });
+      expect(walk.next()).to.deep.equal({ from: walk.reach, to: fourth.from });
       expect(walk.next()).to.equal(undefined);
       expect(walk.canSkip).to.equal(false);
     });
 
     it('leaves no skip without a window after it', () => {
-      const walk = windowWalk({ after: undefined, filters: {} }, NOW, { ...WINDOW_PLAN, probes: 3 });
+      const walk = windowWalk({ after: undefined, filters: {} }, NOW, { ...WINDOW_PLAN, firstMs: WINDOW_PLAN.widestMs, probes: 3 });
       walk.next();
       expect(walk.canSkip).to.equal(true);
       walk.skipTo(NOW - 1000 * HOUR);
