@@ -141,8 +141,8 @@ interface Shape {
 /**
  * The shapes of the issue, each request a different project and page: first pages, pages
  * deep in (`until` somewhere in the history), second pages by the first page's cursor, the
- * device_id, fleet_id and domain filters, a filter that matches nothing, and projects idle
- * for a year.
+ * device_id, fleet_id and domain filters, a filter that matches nothing, projects idle
+ * for a year, and projects with no event at all.
  */
 async function shapes(gatewayUrl: string, headers: (orgId: string) => Record<string, string>, span: { startMs: number; endMs: number }): Promise<Shape[]> {
   const feed = (p: number, query: Record<string, string>): Request => ({
@@ -169,6 +169,8 @@ async function shapes(gatewayUrl: string, headers: (orgId: string) => Record<str
     { name: 'domain filter', requests: active.map((p, k) => feed(p, { domain: ['telemetry', 'devices', 'edge', 'ota'][k % 4]! })) },
     { name: 'a filter that matches nothing', requests: active.map((p) => feed(p, { action: 'never-recorded' })) },
     { name: 'first page of a project idle for a year', requests: Array.from({ length: IDLE_PROJECTS }, (_, p) => feed(p, {})) },
+    // Project ids past the generated ones: a new project, with no event at all.
+    { name: 'first page of an empty project', requests: Array.from({ length: 300 }, (_, k) => feed(PROJECTS + k, {})) },
   ];
 }
 

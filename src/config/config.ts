@@ -168,6 +168,8 @@ export interface Config {
   };
   /** The live tail, GET .../events/stream (docs/decisions/live-tail.md). */
   readonly liveTail: LiveTailConfig;
+  /** How long after its store read began a feed first page may be served again from memory; 0: never (FEED_FIRST_PAGE_MAX_AGE_MS). */
+  readonly feedFirstPageMaxAgeMs: number;
 }
 
 function parseIngest(env: Env): Config['ingest'] {
@@ -553,6 +555,8 @@ export function loadConfig(env: Env): Config {
     http: parseHttpServer(env),
     rateLimit: parseRateLimit(env),
     shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
+    // Off unless set: a kept page is served while the store is down, and shows other processes' writes late (docs/decisions/feed-storage.md, "First pages").
+    feedFirstPageMaxAgeMs: integer(env, 'FEED_FIRST_PAGE_MAX_AGE_MS', 0, 0, 60_000),
     ingest: parseIngest(env),
     liveTail: {
       settleMs: integer(env, 'STREAM_SETTLE_MS', 2000, 0, 600_000),

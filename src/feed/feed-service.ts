@@ -1,6 +1,7 @@
 import type { CanonicalEvent, CursorPaginationMeta } from '../generated/schema-types.js';
 import type { EventStore, FeedFilters, FeedQuery, FeedSlice } from '../store/event-store.js';
 import type { CursorCodec } from './cursor.js';
+import type { FirstPageCache } from './first-page-cache.js';
 import { clampPageSize } from './page-size.js';
 import { createSharedReads } from './shared-reads.js';
 
@@ -31,9 +32,10 @@ const queryKey = (query: FeedQuery): string => JSON.stringify(query);
 /**
  * Pages of the feed. Identical page requests that overlap (dashboards polling a
  * project's first page, say) share one store query: a page's cost is mostly the engine's
- * fixed work per query, not the rows it reads (docs/decisions/feed-storage.md).
+ * fixed work per query, not the rows it reads (docs/decisions/feed-storage.md); first
+ * pages may be served from `firstPages` for a bounded while.
  */
-export function createFeedService(deps: { store: EventStore; cursors: CursorCodec }): FeedService {
+export function createFeedService(deps: { store: EventStore; cursors: CursorCodec; firstPages?: FirstPageCache<FeedSlice> }): FeedService {
   const reads = createSharedReads<FeedSlice>();
   return {
     async listEvents(request) {
@@ -42,7 +44,10 @@ export function createFeedService(deps: { store: EventStore; cursors: CursorCode
       const limit = clampPageSize(request.limit);
       // One row past the page tells whether another page exists, without a count query.
       const query: FeedQuery = { ...scope, after, limit: limit + 1 };
-      const slice = await reads.read(queryKey(query), () => deps.store.listEvents(query));
+      const key = queryKey(query);
+      const read = () => reads.read(key, () => deps.store.listEvents(query));
+      // First pages, what dashboards poll, may come from the short-lived cache (src/feed/first-page-cache.ts).
+      const slice = after === undefined && deps.firstPages !== undefined ? await deps.firstPages.read(scope, key, read) : await read();
       const page = slice.events.slice(0, limit);
       // Past the page: its last event. A read that stopped at its bound on work (a short
       // page, docs/decisions/feed-storage.md) goes on below everything it looked at.

@@ -1,19 +1,22 @@
-import type { EventStore } from '../store/event-store.js';
+import type { EventStore, StorableEvent } from '../store/event-store.js';
 
 /**
- * When this process's own inserts of events return: from then on their rows are visible,
- * and their ingested_at lies at or before the store's clock of that moment. The live tail
- * uses it to read right when those rows pass its horizon, instead of at the next poll.
+ * When this process's own inserts of events end, and what they held. After one that
+ * succeeded its rows are visible, and their ingested_at lies at or before the store's
+ * clock of that moment: the live tail reads right when those rows pass its horizon,
+ * instead of at the next poll. One that failed may still have stored some of its rows,
+ * so listeners hear of it too: the first-page cache drops the pages of its projects, and
+ * the tail makes one read more than it needed.
  */
 export interface StoredBatches {
-  /** Calls `listener` with performance.now() each time an insert of events returns; returns what unsubscribes. */
-  onStored(listener: (at: number) => void): () => void;
+  /** Calls `listener` with performance.now() and the insert's events each time an insert of events ends; returns what unsubscribes. */
+  onStored(listener: (at: number, events: readonly StorableEvent[]) => void): () => void;
   /** The store, its inserts observed: give it to whatever ingests in this process. */
   observe(store: EventStore): EventStore;
 }
 
 export function createStoredBatches(): StoredBatches {
-  const listeners = new Set<(at: number) => void>();
+  const listeners = new Set<(at: number, events: readonly StorableEvent[]) => void>();
   return {
     onStored(listener) {
       listeners.add(listener);
@@ -22,9 +25,12 @@ export function createStoredBatches(): StoredBatches {
     observe(store) {
       return {
         async insertEvents(events) {
-          await store.insertEvents(events);
-          const at = performance.now();
-          for (const listener of listeners) listener(at);
+          try {
+            await store.insertEvents(events);
+          } finally {
+            const at = performance.now();
+            for (const listener of listeners) listener(at, events);
+          }
         },
         probeWrite: () => store.probeWrite(),
         listEvents: (query) => store.listEvents(query),

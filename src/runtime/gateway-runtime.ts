@@ -10,6 +10,7 @@ import { createInProcessCommandPublisher } from '../commands/in-process-command-
 import type { Config } from '../config/config.js';
 import { createCursorCodec } from '../feed/cursor.js';
 import { createFeedService } from '../feed/feed-service.js';
+import { createFirstPageCache, dropPagesOnWrites, type FirstPageCache } from '../feed/first-page-cache.js';
 import { createLiveTail } from '../feed/live-tail.js';
 import { createStoredBatches, type StoredBatches } from '../feed/stored-batches.js';
 import { createApp, type ApiDependencies } from '../http/app.js';
@@ -22,7 +23,7 @@ import { NotReady, type ReadinessProbe } from '../observability/readiness.js';
 import { createSchemaRegistry, type SchemaRegistry } from '../schemas/schema-registry.js';
 import { createClickHouseCommandLog } from '../store/clickhouse-command-log.js';
 import { createClickHouseEventStore } from '../store/clickhouse-event-store.js';
-import type { EventStore } from '../store/event-store.js';
+import type { EventStore, FeedSlice } from '../store/event-store.js';
 import { rowRefusal } from '../store/store-refusal.js';
 import { createVerifier } from './auth-runtime.js';
 import { startHttpServer, type HttpServer } from './http-server.js';
@@ -57,12 +58,12 @@ function apiDependencies(
   config: Config,
   logger: Logger,
   env: CommandEnvironment,
-  parts: { idempotency: IdempotencyStore; store: EventStore; publisher: CommandPublisher; schemas: SchemaRegistry; metrics: GatewayMetrics; stored: StoredBatches },
+  parts: { idempotency: IdempotencyStore; store: EventStore; publisher: CommandPublisher; schemas: SchemaRegistry; metrics: GatewayMetrics; stored: StoredBatches; firstPages: FirstPageCache<FeedSlice> },
 ): ApiDependencies {
   return {
     verifier: createVerifier(config, logger),
     schemas: parts.schemas,
-    feed: createFeedService({ store: parts.store, cursors: createCursorCodec(cursorKey(config, logger)) }),
+    feed: createFeedService({ store: parts.store, cursors: createCursorCodec(cursorKey(config, logger)), firstPages: parts.firstPages }),
     liveTail: createLiveTail({ store: parts.store, settings: config.liveTail, logger, metrics: parts.metrics, stored: parts.stored }),
     commands: perCommand<CommandHandler>((entry) =>
       createCommandHandler<CommandEntry>(entry, {
@@ -112,9 +113,12 @@ export async function startRuntime(config: Config, logger: Logger, env: CommandE
   };
   try {
     const schemas = createSchemaRegistry();
-    // The live tail reads right after this process's own inserts pass its horizon (docs/decisions/live-tail.md).
+    // This process's own inserts: the live tail reads right after they pass its horizon
+    // (docs/decisions/live-tail.md), and they drop the first pages kept of their projects.
     const stored = createStoredBatches();
     const store = stored.observe(createClickHouseEventStore(transport));
+    const firstPages = createFirstPageCache<FeedSlice>({ maxAgeMs: config.feedFirstPageMaxAgeMs });
+    dropPagesOnWrites(stored, firstPages);
     const ingestor = createEventIngestor({ store, schemas });
     const metrics = createGatewayMetrics();
     let closing = false;
@@ -152,7 +156,7 @@ export async function startRuntime(config: Config, logger: Logger, env: CommandE
       closers.push(() => publisher.close());
       const idempotency = await openIdempotencyStore(transport, config);
       logger.info({ compareAndSet: idempotency.compareAndSet }, idempotency.compareAndSet ? 'Idempotency-Key records in KeeperMap' : 'Idempotency-Key records in the idempotency_keys table');
-      api = apiDependencies(config, logger, env, { idempotency, store, publisher, schemas, metrics, stored });
+      api = apiDependencies(config, logger, env, { idempotency, store, publisher, schemas, metrics, stored, firstPages });
     }
     const separateOps = config.opsPort !== undefined;
     let ops: HttpServer | undefined;

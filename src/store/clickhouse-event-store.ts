@@ -1,7 +1,7 @@
 import { EVENT_COLUMNS, fromEventRow, type EventRow } from './event-rows.js';
 import { eventRowText } from './event-row-text.js';
 import type { EventStore, FeedQuery, FeedSlice } from './event-store.js';
-import { feedWindows, storeTextMs, WINDOW_PLAN, windowsStart, type FeedWindow, type WindowPlan } from './feed-windows.js';
+import { storeTextMs, WINDOW_PLAN, windowsStart, windowWalk, type FeedWindow, type WindowPlan } from './feed-windows.js';
 import { createWindowHints, type WindowHints } from './window-hints.js';
 import { createClickHouseTail } from './clickhouse-tail.js';
 import { splitByPartitions } from './event-batches.js';
@@ -51,7 +51,7 @@ const PROBE_WRITE = 'INSERT INTO events SELECT * FROM events WHERE 0';
  * partitions by their minmax index and parts by the primary key, so the reverse read opens
  * only the parts that hold the project's events in that slice of time.
  */
-export function feedSql(query: FeedQuery, window: FeedWindow = {}): { sql: string; params: SqlParams } {
+export function feedSql(query: FeedQuery, window: FeedWindow = {}, columns: readonly string[] = EVENT_COLUMNS): { sql: string; params: SqlParams } {
   const where = ['org_id = {org_id:UUID}', 'project_id = {project_id:UUID}'];
   const params: Record<string, SqlParam> = {
     org_id: query.orgId,
@@ -76,7 +76,7 @@ export function feedSql(query: FeedQuery, window: FeedWindow = {}): { sql: strin
   // No LIMIT 1 BY id: it made ClickHouse sort the project's whole range instead of
   // reading it in reverse order, so rows read grew with the project. Redelivered copies
   // come back adjacent and listEvents folds them (docs/decisions/feed-storage.md).
-  const sql = `SELECT ${EVENT_COLUMNS.join(', ')}
+  const sql = `SELECT ${columns.join(', ')}
     FROM events
     WHERE ${where.join(' AND ')}
     ORDER BY occurred_at DESC, id DESC
@@ -101,6 +101,16 @@ export function olderEventSql(query: Pick<FeedQuery, 'orgId' | 'projectId' | 'fi
   return { sql, params };
 }
 
+/**
+ * The occurred_at of the newest event of the page's query (filters, cursor) in `window`,
+ * or undefined when it holds none: the page's own SQL, reading the sort key only, LIMIT 1.
+ */
+async function newestEventIn(transport: SqlTransport, query: FeedQuery, window: FeedWindow): Promise<string | undefined> {
+  const { sql, params } = feedSql({ ...query, limit: 1 }, window, ['occurred_at']);
+  const [row] = await transport.query<{ occurred_at: string }>(sql, params);
+  return row?.occurred_at;
+}
+
 export interface FeedReadOptions {
   /** The clock the first window starts below when a page has no cursor or `until`. */
   readonly now?: () => number;
@@ -113,6 +123,7 @@ export function createClickHouseEventStore(transport: SqlTransport, options: Fee
   const now = options.now ?? Date.now;
   const plan = options.windows ?? WINDOW_PLAN;
   const hints = options.hints ?? createWindowHints();
+  const newestBelow = (query: FeedQuery, window: FeedWindow) => newestEventIn(transport, query, window);
   return {
     async insertEvents(events) {
       for (const part of splitByPartitions(events)) await transport.insert('events', part.map(eventRowText));
@@ -122,22 +133,37 @@ export function createClickHouseEventStore(transport: SqlTransport, options: Fee
     },
     async listEvents(query: FeedQuery): Promise<FeedSlice> {
       const nowMs = now();
-      const windows = feedWindows(query, nowMs, hints.plan(query, plan));
+      const walk = windowWalk(query, nowMs, hints.plan(query, plan));
       const rows: EventRow[] = [];
-      for (const window of windows) {
+      let lowest: string | undefined;
+      let skipped = false;
+      for (let window = walk.next(); window !== undefined; window = walk.next()) {
         const read = (after: FeedQuery['after'], limit: number) => {
           const { sql, params } = feedSql({ ...query, after, limit }, window);
           return transport.query<EventRow>(sql, params);
         };
-        rows.push(...(await readDistinct(read, query.after, query.limit - rows.length, rows.at(-1))));
-        if (rows.length >= query.limit) break;
+        const found = await readDistinct(read, query.after, query.limit - rows.length, rows.at(-1));
+        rows.push(...found);
+        lowest = window.from;
+        if (rows.length >= query.limit || lowest === undefined) break;
+        if (found.length > 0 || !walk.canSkip) continue;
+        // An empty window: one ordered LIMIT 1 finds the newest matching event below it
+        // within the page's reach, so a page skips empty time (a new or idle project, a
+        // filter that matches nothing) in one query instead of a window per stretch.
+        const newest = await newestBelow(query, { ...(walk.reach === undefined ? {} : { from: walk.reach }), to: lowest });
+        if (newest === undefined) {
+          lowest = walk.reach;
+          break;
+        }
+        skipped = true;
+        walk.skipTo(storeTextMs(newest));
       }
       const events = rows.map((row) => ({ event: fromEventRow(row), position: { occurredAt: row.occurred_at, id: row.id } }));
       const last = rows.at(-1);
-      if (rows.length >= query.limit && last !== undefined) hints.learn(query, windowsStart(query, nowMs) - storeTextMs(last.occurred_at), plan);
-      const lowest = windows.at(-1)?.from;
+      // A page that skipped a gap says nothing about the scope's rate.
+      if (rows.length >= query.limit && last !== undefined && !skipped) hints.learn(query, windowsStart(query, nowMs) - storeTextMs(last.occurred_at), plan);
       if (rows.length >= query.limit || lowest === undefined) return { events };
-      // The windows ran out before the range did: go on below them only if the project has anything there.
+      // The page stopped above the range's end: go on below only if the project has anything there.
       const { sql, params } = olderEventSql(query, lowest);
       const older = await transport.query<{ found: number }>(sql, params);
       return older.length === 0 ? { events } : { events, resumeAfter: { occurredAt: lowest, id: NIL_UUID } };

@@ -86,3 +86,64 @@ export function feedWindows(query: Pick<FeedQuery, 'after' | 'filters'>, nowMs: 
   }
   return windows;
 }
+
+/**
+ * The windows of one page, handed out one at a time, so that the page can move the next
+ * window's top down past a stretch it has found empty (`skipTo`). Every window still
+ * begins where the one before it ended, so the windows cover the range with no gap and
+ * no overlap; none reaches below `reach`, the lowest edge of the plan's own windows
+ * (`feedWindows`), so a page never looks further back than the plan would have. A skip
+ * counts against the plan's probes like a window: a page makes at most `probes` queries
+ * of windows and skips together.
+ */
+export interface WindowWalk {
+  /** The next window, or undefined once the probes are spent or the reach is read. */
+  next(): FeedWindow | undefined;
+  /** The newest matching event below the last window lies at `newestMs`: the next window reaches from that window's lower edge down past it, as wide as the next one would have been. */
+  skipTo(newestMs: number): void;
+  /** Whether a skip may follow the last window: the next would be the widest, and a probe is left for the skip and the window after it. */
+  readonly canSkip: boolean;
+  /** The lowest edge any window of this page may have; undefined when the plan reaches `since`, or 1900. */
+  readonly reach: string | undefined;
+}
+
+export function windowWalk(query: Pick<FeedQuery, 'after' | 'filters'>, nowMs: number, plan: WindowPlan = WINDOW_PLAN): WindowWalk {
+  const reach = feedWindows(query, nowMs, plan).at(-1)?.from;
+  const sinceMs = query.filters.since === undefined ? EARLIEST_MS : Math.max(EARLIEST_MS, storeTextMs(query.filters.since));
+  const floorMs = reach === undefined ? sinceMs : storeTextMs(reach);
+  let to: string | undefined;
+  let topMs = windowsStart(query, nowMs);
+  let width = plan.firstMs;
+  let used = 0;
+  let done = false;
+  return {
+    next() {
+      if (done || used >= plan.probes) return undefined;
+      used += 1;
+      const fromMs = topMs - width;
+      if (fromMs <= floorMs) {
+        done = true;
+        // The last window: down to the reach, or to `since` (whose own condition bounds the query).
+        return { ...(reach === undefined ? {} : { from: reach }), ...(to === undefined ? {} : { to }) };
+      }
+      const from = msStoreText(fromMs);
+      const window: FeedWindow = to === undefined ? { from } : { from, to };
+      to = from;
+      topMs = fromMs;
+      width = Math.min(plan.widestMs, width * plan.growth);
+      return window;
+    },
+    skipTo(newestMs) {
+      used += 1;
+      // The millisecond after the event's own (store text is cut to milliseconds), so the window holds it.
+      topMs = Math.min(topMs, Math.floor(newestMs) + 1);
+    },
+    get canSkip() {
+      // Only once the widening has reached its widest: the narrow windows near the top stay
+      // in the newest partition, where a skip over the whole reach would open a granule of
+      // every part down to it, the plain query's cost again, to save a window or two.
+      return !done && width >= plan.widestMs && plan.probes - used >= 2;
+    },
+    reach,
+  };
+}

@@ -6,9 +6,9 @@ import { createClickHouseEventStore, feedSql } from '../../../src/store/clickhou
 import type { EventRow } from '../../../src/store/event-rows.js';
 import { fromEventRow, storableEvent } from '../../../src/store/event-rows.js';
 import type { EventStore, FeedFilters, FeedQuery, FeedSlice } from '../../../src/store/event-store.js';
-import { feedWindows, type WindowPlan } from '../../../src/store/feed-windows.js';
+import { feedWindows, WINDOW_PLAN, type WindowPlan } from '../../../src/store/feed-windows.js';
 import { readDistinct } from '../../../src/store/fold-copies.js';
-import type { SqlTransport } from '../../../src/store/sql-transport.js';
+import type { SqlParams, SqlTransport } from '../../../src/store/sql-transport.js';
 import { toStoreTimestamp } from '../../../src/store/timestamps.js';
 import { canonicalEvent, uuid } from '../../support/factories.js';
 import type { TestGateway } from '../../support/test-gateway.js';
@@ -255,5 +255,102 @@ describeOnEachStore('feed windows: bounded pages equal the plain query', (gatewa
       ),
       { numRuns: Number(process.env['FEED_WINDOW_RUNS'] ?? 25) },
     );
+  });
+});
+
+/** The transport, counting the queries sent through it: what a page costs in round trips to the store. */
+function countingTransport(sql: SqlTransport): SqlTransport & { queries: number } {
+  const counting = {
+    ...sql,
+    kind: sql.kind,
+    queries: 0,
+    query<Row>(text: string, params?: SqlParams): Promise<Row[]> {
+      counting.queries += 1;
+      return sql.query<Row>(text, params);
+    },
+  };
+  return counting;
+}
+
+describeOnEachStore('feed windows: the probes a page makes are bounded', (gateway) => {
+  let sql: SqlTransport;
+  let counted: SqlTransport & { queries: number };
+  let store: EventStore;
+  let plain: Pick<EventStore, 'listEvents'>;
+
+  before(async () => {
+    const gw = await gateway();
+    sql = await openStore(gw.config);
+    counted = countingTransport(sql);
+    // The product's plan, with no hints, so every page starts at one hour.
+    store = createClickHouseEventStore(counted, { now: () => NOW, windows: WINDOW_PLAN, hints: { plan: (_, base) => base, learn() {} } });
+    plain = plainStore(sql);
+  });
+
+  after(() => sql.close());
+
+  /** Events of a fresh project at the instants given, varied across the filters. */
+  async function projectAt(instants: readonly string[]): Promise<Scope> {
+    const base = { org_id: uuid(), project_id: uuid() };
+    await createClickHouseEventStore(sql).insertEvents(instants.map((t, n) => storableEvent(varied(base, n, t))));
+    return { orgId: base.org_id, projectId: base.project_id, filters: {} };
+  }
+
+  /** One page of `limit` and the queries it cost. */
+  async function page(scope: Scope, limit: number, after?: FeedQuery['after']): Promise<{ slice: FeedSlice; queries: number }> {
+    const before = counted.queries;
+    const slice = await store.listEvents({ ...scope, after, limit: limit + 1 });
+    return { slice, queries: counted.queries - before };
+  }
+
+  const days = (n: number, from = NOW) => new Date(from - n * 86_400_000).toISOString();
+
+  it('answers the first page of an empty project in six queries: windows to 24 days, a skip that finds nothing down to the reach, the check below', async () => {
+    const scope = { orgId: uuid(), projectId: uuid(), filters: {} };
+    const { slice, queries } = await page(scope, 50);
+    expect(slice).to.deep.equal({ events: [] });
+    expect(queries).to.equal(6);
+  });
+
+  it("jumps to a project's last events a year back in a few queries, and gives the plain query's pages", async function () {
+    this.timeout(120_000);
+    const scope = await projectAt(Array.from({ length: 30 }, (_, i) => days(365 + i / 4)));
+    const first = await page(scope, 10);
+    expect(first.queries, 'queries of the first page: four windows, the skip, one 31-day window').to.equal(6);
+    expect(first.slice.events).to.have.length(11);
+    expect(await walk(store, scope, [10])).to.deep.equal(await walk(plain, scope, [10]));
+  });
+
+  it('answers a filter that matches nothing in a year of history in six queries, and ends the walk there', async () => {
+    const scope = await projectAt(Array.from({ length: 40 }, (_, i) => days(i * 9)));
+    for (const filters of [{ action: 'never-happened' }, { deviceId: uuid() }, { fleetId: uuid() }, { domain: 'nowhere', entity: 'nothing' }]) {
+      const { slice, queries } = await page({ ...scope, filters }, 50);
+      expect(slice, JSON.stringify(filters)).to.deep.equal({ events: [] });
+      expect(queries, JSON.stringify(filters)).to.equal(6);
+    }
+  });
+
+  it("stops a page at the plan's reach when the project's events lie two years below it, in six queries, and the walk still finds them", async function () {
+    this.timeout(120_000);
+    const scope = await projectAt(Array.from({ length: 12 }, (_, i) => days(2 * 365 + i)));
+    const first = await page(scope, 10);
+    expect(first.slice.events).to.deep.equal([]);
+    expect(first.slice.resumeAfter, 'a cursor below the reach').to.not.equal(undefined);
+    expect(first.queries).to.equal(6);
+    const next = await page(scope, 10, first.slice.resumeAfter);
+    expect(next.queries, 'queries of the page after it: four windows, the skip, one window').to.equal(6);
+    expect(next.slice.events).to.have.length(11);
+    expect((await walk(store, scope, [10])).flat()).to.deep.equal((await walk(plain, scope, [10])).flat());
+  });
+
+  it('never makes more than the plan\'s probes and the one check below, on any history', async function () {
+    this.timeout(300_000);
+    // Sparse bursts far apart: every gap is a skip, and the probes run out before the page fills.
+    const scope = await projectAt(Array.from({ length: 40 }, (_, i) => days(i * 11 + (i % 3) / 10)));
+    for (const filters of FILTERS().map(([, f]) => f)) {
+      const { queries } = await page({ ...scope, filters }, 200);
+      expect(queries, JSON.stringify(filters)).to.be.at.most(WINDOW_PLAN.probes + 1);
+    }
+    expect(await walk(store, scope, [7])).to.deep.equal(await walk(plain, scope, [7]));
   });
 });

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { feedWindows, msStoreText, storeTextMs, WINDOW_PLAN, type FeedWindow } from '../../../src/store/feed-windows.js';
+import { feedWindows, msStoreText, storeTextMs, WINDOW_PLAN, windowWalk, type FeedWindow, type WindowWalk } from '../../../src/store/feed-windows.js';
 import { NIL_UUID } from '../../../src/ids/uuid.js';
 
 const HOUR = 3_600_000;
@@ -70,5 +70,58 @@ describe('feed windows', () => {
         }
       }),
     );
+  });
+
+  describe('walk', () => {
+    const drain = (walk: WindowWalk) => {
+      const out: FeedWindow[] = [];
+      for (let w = walk.next(); w !== undefined; w = walk.next()) out.push(w);
+      return out;
+    };
+
+    it('without skips hands out exactly the plan\'s windows', () => {
+      for (const filters of [{}, { since: at(NOW - 5 * HOUR) }, { since: at(NOW - 400 * 24 * HOUR) }]) {
+        expect(drain(windowWalk({ after: undefined, filters }, NOW))).to.deep.equal(feedWindows({ after: undefined, filters }, NOW));
+      }
+    });
+
+    it('skips only once the widening reaches its widest, then reaches from the empty window\'s edge down past the newest event, never below the plan\'s reach, within the probes', () => {
+      const walk = windowWalk({ after: undefined, filters: {} }, NOW);
+      expect(walk.reach).to.equal(feedWindows({ after: undefined, filters: {} }, NOW).at(-1)!.from);
+      const narrow = [walk.next(), walk.next(), walk.next()];
+      expect(walk.canSkip, 'after 1 h, 8 h and 64 h').to.equal(false);
+      const fourth = walk.next()!;
+      expect(walk.canSkip, 'after 21 days: the next window is 31 days').to.equal(true);
+      const newest = NOW - 200 * 24 * HOUR + 0.5;
+      walk.skipTo(newest);
+      const next = walk.next()!;
+      expect(next.to, 'no gap after the empty window').to.equal(fourth.from);
+      // As wide as the next window would have been (31 days), below the event's next millisecond.
+      expect(next.from).to.equal(at(Math.floor(newest) + 1 - 31 * 24 * HOUR));
+      const rest = drain(walk);
+      expect(rest.at(-1)!.from).to.equal(walk.reach);
+      expect(narrow.length + 1 + 1 + 1 + rest.length, 'windows and the skip').to.be.at.most(WINDOW_PLAN.probes);
+      for (let i = 1; i < rest.length; i += 1) expect(rest[i]!.to).to.equal(rest[i - 1]!.from);
+    });
+
+    it('ends at the reach when a skip lands within one window of it', () => {
+      const walk = windowWalk({ after: undefined, filters: {} }, NOW);
+      for (let i = 0; i < 3; i += 1) walk.next();
+      const fourth = walk.next()!;
+      walk.skipTo(storeTextMs(walk.reach!) + 1000);
+      expect(walk.next()).to.deep.equal({ from: walk.reach, to: fourth.from });
+      expect(walk.next()).to.equal(undefined);
+      expect(walk.canSkip).to.equal(false);
+    });
+
+    it('leaves no skip without a window after it', () => {
+      const walk = windowWalk({ after: undefined, filters: {} }, NOW, { ...WINDOW_PLAN, firstMs: WINDOW_PLAN.widestMs, probes: 3 });
+      walk.next();
+      expect(walk.canSkip).to.equal(true);
+      walk.skipTo(NOW - 1000 * HOUR);
+      walk.next();
+      expect(walk.canSkip).to.equal(false);
+      expect(walk.next()).to.equal(undefined);
+    });
   });
 });

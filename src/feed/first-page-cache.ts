@@ -1,0 +1,99 @@
+import type { StoredBatches } from './stored-batches.js';
+
+/** The project a cached page belongs to: a write of it drops the project's pages. */
+export interface PageOwner {
+  readonly orgId: string;
+  readonly projectId: string;
+}
+
+/**
+ * First pages of the feed (no cursor), kept for a short while per process, so that the
+ * dashboards polling a project's newest events do not each read the store
+ * (docs/decisions/feed-storage.md, "First pages"). What a reader may see:
+ * - a page whose store read began at most `maxAgeMs` ago: an event stored since shows
+ *   at most that much later than without the cache;
+ * - never a page read before this process's own last write of that project completed:
+ *   a write drops the project's pages, and a read in flight when it lands is not kept
+ *   (writes by other processes only the age bounds).
+ * The key is the caller's whole query, organization and project included, so no page is
+ * ever served to another tenant, project, filter set or page size. Only successful reads
+ * are kept; at most `capacity` pages, the oldest dropped first.
+ */
+export interface FirstPageCache<T> {
+  read(owner: PageOwner, key: string, run: () => Promise<T>): Promise<T>;
+  /** This process has written events of the project: drop its pages, and any read of it in flight. */
+  invalidate(owner: PageOwner): void;
+  /** Pages held, for tests. */
+  readonly size: number;
+}
+
+export interface FirstPageCacheOptions {
+  /** How long after its store read began a page may be served; 0 keeps none (FEED_FIRST_PAGE_MAX_AGE_MS). */
+  readonly maxAgeMs: number;
+  /** Pages held at most. */
+  readonly capacity?: number;
+  readonly now?: () => number;
+}
+
+interface Entry<T> {
+  readonly owner: string;
+  readonly value: T;
+  readonly readAt: number;
+}
+
+const ownerKey = (owner: PageOwner) => JSON.stringify([owner.orgId, owner.projectId]);
+
+export function createFirstPageCache<T>(options: FirstPageCacheOptions): FirstPageCache<T> {
+  if (!Number.isInteger(options.maxAgeMs) || options.maxAgeMs < 0) throw new Error('maxAgeMs must be a whole number of milliseconds, 0 or more');
+  const capacity = options.capacity ?? 1000;
+  const now = options.now ?? Date.now;
+  const pages = new Map<string, Entry<T>>();
+  // Each write of a project takes the next number; a read is kept only if no write of its
+  // project took a number after the read began. Marks are forgotten with the pages (at
+  // most as many as pages are held); a forgotten mark counts as the newest one forgotten.
+  let writes = 0;
+  const marks = new Map<string, number>();
+  let forgotten = 0;
+  const markOf = (owner: string) => marks.get(owner) ?? forgotten;
+
+  return {
+    async read(owner, key, run) {
+      if (options.maxAgeMs === 0) return run();
+      const at = now();
+      const held = pages.get(key);
+      if (held !== undefined && at - held.readAt < options.maxAgeMs) return held.value;
+      const who = ownerKey(owner);
+      const began = writes;
+      const value = await run();
+      if (markOf(who) <= began) {
+        pages.delete(key);
+        while (pages.size >= capacity) pages.delete(pages.keys().next().value!);
+        pages.set(key, { owner: who, value, readAt: at });
+      }
+      return value;
+    },
+    invalidate(owner) {
+      const who = ownerKey(owner);
+      writes += 1;
+      marks.delete(who);
+      marks.set(who, writes);
+      while (marks.size > capacity) {
+        const [oldest, mark] = marks.entries().next().value!;
+        marks.delete(oldest);
+        forgotten = Math.max(forgotten, mark);
+      }
+      for (const [key, entry] of pages) if (entry.owner === who) pages.delete(key);
+    },
+    get size() {
+      return pages.size;
+    },
+  };
+}
+
+/** Drops the cached pages of the projects this process writes, whenever a write ends (src/feed/stored-batches.ts). */
+export function dropPagesOnWrites(stored: Pick<StoredBatches, 'onStored'>, cache: Pick<FirstPageCache<unknown>, 'invalidate'>): () => void {
+  return stored.onStored((_at, events) => {
+    const owners = new Map(events.map((e) => [ownerKey({ orgId: e.head.org_id, projectId: e.head.project_id }), e.head]));
+    for (const head of owners.values()) cache.invalidate({ orgId: head.org_id, projectId: head.project_id });
+  });
+}
