@@ -6,13 +6,14 @@ import { callerHeaders, type BenchContext } from '../support/context.js';
 import { describeCpu, withCpu } from '../support/cpu-usage.js';
 import type { Row } from '../support/results.js';
 import { latencies } from './ceiling.js';
+import { commandTopicEnvironment, commandTopicNames } from '../../test/support/command-topics.js';
 
 /** A gateway process (ROLE=gateway unless `role` says otherwise) on the run's broker and ClickHouse server, with topics of its own. */
 export async function startKafkaGateway(ctx: BenchContext, name: string, role: 'gateway' | 'all' = 'gateway') {
+  const commands = commandTopicNames((topic) => `bench.${topic}.${name}.${ctx.run}`);
   const topics = {
     EVENTS_TOPICS: `bench.events.${name}.${ctx.run}`,
-    ENROLLMENT_COMMANDS_TOPIC: `bench.enrollments.${name}.${ctx.run}`,
-    EDGE_POLICY_COMMANDS_TOPIC: `bench.edge-policy.${name}.${ctx.run}`,
+    ...commandTopicEnvironment(commands),
     EVENTS_DLQ_TOPIC: `bench.dlq.${name}.${ctx.run}`,
   };
   const gateway = await gatewayProcess({
@@ -27,7 +28,7 @@ export async function startKafkaGateway(ctx: BenchContext, name: string, role: '
     KAFKA_CONSUMER_GROUP: `bench-ingest-${name}-${ctx.run}`,
     ...topics,
   });
-  return { gateway, topics };
+  return { gateway, topics, commands };
 }
 
 async function rawSends(ctx: BenchContext, topic: string, connections: number): Promise<LoadRun> {
@@ -107,7 +108,7 @@ export async function measureCommands(ctx: BenchContext): Promise<Row[]> {
   const koa50 = { name: 'bare Koa POST 50, new UUID per request', run: ctx.ceiling.freshPost50 };
   const koa200 = { name: 'bare Koa POST 200, new UUID per request', run: ctx.ceiling.freshPost200 };
 
-  const { gateway, topics } = await startKafkaGateway(ctx, 'commands');
+  const { gateway, commands } = await startKafkaGateway(ctx, 'commands');
   let raw50: LoadRun;
   try {
     const route = await routes(ctx, gateway.url);
@@ -115,7 +116,7 @@ export async function measureCommands(ctx: BenchContext): Promise<Row[]> {
     await route.enroll(50, 1);
     await route.policy(50, 1);
     for (const connections of [50, 200] as const) {
-      const raw = await rawSends(ctx, topics.ENROLLMENT_COMMANDS_TOPIC, connections);
+      const raw = await rawSends(ctx, commands.enrollmentCommands, connections);
       if (connections === 50) raw50 = raw;
       rows.push({ scenario: 'kafkajs raw sends', measure: `acks=-1, one message per call, ${connections} in flight`, value: raw.perSecond, unit: 'msg/s', ...latencies(raw) });
       const koa = connections === 50 ? koa50 : koa200;

@@ -16,6 +16,7 @@ import { signHs256Token } from '../../src/auth/sign-token.js';
 import { permissions } from '../../src/auth/principal.js';
 import type { Row } from '../support/results.js';
 import { latencies } from './ceiling.js';
+import { commandTopicEnvironment, commandTopicNames } from '../../test/support/command-topics.js';
 
 const CONNECTIONS = 32;
 const PROJECTS = 1000;
@@ -195,8 +196,7 @@ export async function measureFeedAtScale(ctx: BenchContext, sizes: readonly numb
       CLICKHOUSE_DATABASE: database,
       AUTH_JWT_SECRET: ctx.secret,
       CURSOR_SECRET: ctx.secret,
-      ENROLLMENT_COMMANDS_TOPIC: `bench.enrollments.scale.${ctx.run}`,
-      EDGE_POLICY_COMMANDS_TOPIC: `bench.edge-policy.scale.${ctx.run}`,
+      ...commandTopicEnvironment(commandTopicNames((topic) => `bench.scale.${topic}.${ctx.run}`)),
     });
     try {
       const span = historySpan();

@@ -17,6 +17,7 @@ import { produceWarmUp, producePaced } from '../support/paced-producer.js';
 import { cpuMeter, cpuMicrosPerEvent, cpuSeconds, describeCpuPerEvent, listenerPid, portOf, type CpuBreakdown } from '../support/process-cpu.js';
 import type { Row } from '../support/results.js';
 import { assertSameEvents, ingestTiming, storedDelay, waitForRows, type IngestTiming } from '../support/stored-rows.js';
+import { commandTopicEnvironment, commandTopicNames } from '../../test/support/command-topics.js';
 
 const PARTITIONS = 6;
 const PRODUCE_BATCH = 5_000;
@@ -80,8 +81,7 @@ export async function measureIngest(ctx: BenchContext, total: number, batchSize:
   const common = {
     KAFKA_BROKERS: ctx.brokers.join(','),
     AUTH_JWT_SECRET: ctx.secret,
-    ENROLLMENT_COMMANDS_TOPIC: `bench.ingest-enrollments.${ctx.run}`,
-    EDGE_POLICY_COMMANDS_TOPIC: `bench.ingest-edge-policy.${ctx.run}`,
+    ...commandTopicEnvironment(commandTopicNames((topic) => `bench.ingest.${topic}.${ctx.run}`)),
     EVENTS_DLQ_TOPIC: `bench.ingest-dlq.${ctx.run}`,
     INGEST_BATCH_SIZE: String(batchSize),
   };

@@ -9,6 +9,7 @@ import { callerHeaders, type BenchContext } from '../support/context.js';
 import { withCpu } from '../support/cpu-usage.js';
 import type { Row } from '../support/results.js';
 import { latencies } from './ceiling.js';
+import { commandTopicEnvironment, commandTopicNames } from '../../test/support/command-topics.js';
 
 const SETTLE_MS = 2000;
 const PROJECTS = 100;
@@ -52,8 +53,7 @@ async function tailRun(ctx: BenchContext, tails: number, rate: number): Promise<
     KAFKA_BROKERS: ctx.brokers.join(','),
     KAFKA_CONSUMER_GROUP: `bench-tail-${ctx.run}-${tails}`,
     EVENTS_TOPICS: topic,
-    ENROLLMENT_COMMANDS_TOPIC: `bench.tail-enrollments.${ctx.run}`,
-    EDGE_POLICY_COMMANDS_TOPIC: `bench.tail-edge-policy.${ctx.run}`,
+    ...commandTopicEnvironment(commandTopicNames((topic) => `bench.tail.${topic}.${ctx.run}`)),
     EVENTS_DLQ_TOPIC: `bench.tail-dlq.${ctx.run}`,
     CLICKHOUSE_URL: ctx.clickhouseUrl,
     CLICKHOUSE_DATABASE: `bench_tail_${ctx.run}_${tails}`,

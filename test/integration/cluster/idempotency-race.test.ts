@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { Kafka, logLevel } from 'kafkajs';
 import type { EnrollmentAccepted, EnrollmentCommand } from '../../../src/generated/schema-types.js';
 import { API_PREFIX } from '../../../src/http/app.js';
+import { commandTopicEnvironment, commandTopicNames } from '../../support/command-topics.js';
 import { hs256Token, uuid } from '../../support/factories.js';
 import { startGatewayProcess, type GatewayProcess } from '../../support/gateway-process.js';
 import { startInfra, type TestInfra } from '../../support/infra.js';
@@ -68,14 +69,14 @@ describe('two gateways racing on the same Idempotency-Keys [cluster]', function 
   async function race(store: 'keeper-map' | 'table') {
     const secret = randomBytes(32).toString('hex');
     const suffix = uuid();
+    const commands = commandTopicNames((topic) => `race.${topic}.${suffix}`);
     const shared = clusterGatewayEnv(cluster, {
       ROLE: 'gateway',
       LOG_LEVEL: 'warn',
       AUTH_JWT_SECRET: secret,
       KAFKA_BROKERS: infra.brokers.join(','),
       IDEMPOTENCY_STORE: store,
-      ENROLLMENT_COMMANDS_TOPIC: `race.enroll.${suffix}`,
-      EDGE_POLICY_COMMANDS_TOPIC: `race.edge.${suffix}`,
+      ...commandTopicEnvironment(commands),
       EVENTS_TOPICS: `race.events.${suffix}`,
       EVENTS_DLQ_TOPIC: `race.dlq.${suffix}`,
     });
@@ -107,7 +108,7 @@ describe('two gateways racing on the same Idempotency-Keys [cluster]', function 
         );
       }
 
-      const topic = shared['ENROLLMENT_COMMANDS_TOPIC']!;
+      const topic = commands.enrollmentCommands;
       const afterRace = (await readToEnd(kafka, [topic])).length;
       // A client retrying after its answer (a timeout on its side): the command was acknowledged, so nothing more is sent.
       for (let start = 0; start < keys.length; start += KEYS_AT_ONCE) {
