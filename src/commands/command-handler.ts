@@ -162,7 +162,9 @@ export function createCommandHandler<E extends CommandEntry>(entry: E, deps: Com
     // Acknowledged before: the command is on its topic, and a retry must not add a copy.
     if (held.ack !== undefined) return answerOf(accepted);
     const ack = await deps.publisher.publish(accepted.publish);
-    const lease = held.record === record ? leaseEnds : Date.now() + deps.claimLeaseMs;
+    // Publishing another's lapsed claim, this request holds no lease that racers would
+    // honour (they judge the claim by its own age), so one try at the record is enough.
+    const lease = held.record === record ? leaseEnds : 0;
     await recordAck(deps.idempotency, { ref, digest, value: JSON.stringify(ack), leaseEnds: lease }, deps.onAckNotRecorded);
     return answerOf(accepted);
   }

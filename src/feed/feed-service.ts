@@ -45,9 +45,12 @@ export function createFeedService(deps: { store: EventStore; cursors: CursorCode
       // One row past the page tells whether another page exists, without a count query.
       const query: FeedQuery = { ...scope, after, limit: limit + 1 };
       const key = queryKey(query);
-      const read = () => reads.read(key, () => deps.store.listEvents(query));
-      // First pages, what dashboards poll, may come from the short-lived cache (src/feed/first-page-cache.ts).
-      const slice = after === undefined && deps.firstPages !== undefined ? await deps.firstPages.read(scope, key, read) : await read();
+      const fromStore = () => deps.store.listEvents(query);
+      // First pages, what dashboards poll, may come from the short-lived cache
+      // (src/feed/first-page-cache.ts). The cache sits inside the shared read, so the read
+      // it keeps or refuses is the one that asked the store, not one a request joined late.
+      const firstPages = after === undefined ? deps.firstPages : undefined;
+      const slice = await reads.read(key, firstPages === undefined ? fromStore : () => firstPages.read(scope, key, fromStore));
       const page = slice.events.slice(0, limit);
       // Past the page: its last event. A read that stopped at its bound on work (a short
       // page, docs/decisions/feed-storage.md) goes on below everything it looked at.

@@ -90,7 +90,8 @@ export function createSharedPoller(deps: {
     const after = shared;
     if (after === undefined || fanOut.size === 0) return false;
     const before = await horizon();
-    // The batches stored before the store was asked for this horizon lie below it: this read brings them.
+    // A batch whose due time (its store, the settle window and the margin) came before the
+    // store was asked for this horizon lies below it: this read brings it.
     due = due.filter((t) => t > before.askedAt);
     metrics?.tailStoreReads.inc({ kind: 'shared' });
     const batch = await store.tailProjects({ scopes: [...fanOut.projects()].map(scopeOf), after, before: before.text, limit: SHARED_BATCH_ROWS });
@@ -105,6 +106,10 @@ export function createSharedPoller(deps: {
    * MIN_READ_GAP_MS to the last start).
    */
   function nextRead(lastStarted: number): number {
+    // Batches due before the last read began are that read's, or the next tick's if it
+    // failed; dropping them here keeps the list short while the store is down (inserts
+    // that fail are heard too, and no horizon is read to trim it).
+    due = due.filter((t) => t > lastStarted);
     const tick = lastStarted + settings.pollMs;
     const first = due[0];
     return first === undefined || first >= tick ? tick : Math.max(first, lastStarted + Math.min(MIN_READ_GAP_MS, settings.pollMs));

@@ -4,8 +4,6 @@ import { tooManyStreams } from './tail-notices.js';
 export interface TailCaps {
   /** Takes a stream's slots (process, caller, organization), or throws TOO_MANY_STREAMS; returns what frees them, once. */
   take(request: TailRequest): () => void;
-  /** Open streams on this process. */
-  readonly open: number;
 }
 
 /** The per-process, per-caller and per-organization caps on open streams (docs/decisions/live-tail.md, "Limits"). */
@@ -42,9 +40,6 @@ export function createTailCaps(settings: Pick<LiveTailSettings, 'maxPerProcess' 
         count(perCaller, request.caller, -1);
         count(perOrg, request.orgId, -1);
       };
-    },
-    get open() {
-      return open;
     },
   };
 }

@@ -105,6 +105,22 @@ describe('first page cache', () => {
     expect(memory.reads).to.have.length(2);
   });
 
+  it('does not keep a read that a write overtook, when a second request joined that read after the write', async () => {
+    const { memory, feed, write, firstPages } = setup(60_000);
+    const [org, project] = [uuid(), uuid()];
+    const release = memory.hold();
+    const first = feed.listEvents(page(org, project));
+    await write(org, project);
+    // Asks after the write, and shares the store read the first request began before it.
+    const joined = feed.listEvents(page(org, project));
+    release();
+    expect(ids(await first)).to.have.length(0);
+    expect(ids(await joined), 'the shared read, from before the write').to.have.length(0);
+    expect(memory.reads, 'one store read for both').to.have.length(1);
+    expect(firstPages.size, 'nothing kept from a read the write overtook').to.equal(0);
+    expect(ids(await feed.listEvents(page(org, project)))).to.have.length(1);
+  });
+
   it('keeps pages apart by organization, project, filters and page size, and never keeps a page by cursor', async () => {
     const { memory, feed, write } = setup(60_000);
     const [orgA, orgB, project] = [uuid(), uuid(), uuid()];
