@@ -65,26 +65,27 @@ export function windowsStart(query: Pick<FeedQuery, 'after' | 'filters'>, nowMs:
  * end) when the plan's probes get there; otherwise the range goes on below it.
  */
 export function feedWindows(query: Pick<FeedQuery, 'after' | 'filters'>, nowMs: number, plan: WindowPlan = WINDOW_PLAN): FeedWindow[] {
-  const start = windowsStart(query, nowMs);
-  const sinceMs = query.filters.since === undefined ? EARLIEST_MS : Math.max(EARLIEST_MS, storeTextMs(query.filters.since));
+  // The plan's windows are a walk that never skips.
+  const walk = windowWalk(query, nowMs, plan);
   const windows: FeedWindow[] = [];
-  let to: string | undefined;
-  let toMs = start;
+  for (let window = walk.next(); window !== undefined; window = walk.next()) windows.push(window);
+  return windows;
+}
+
+const sinceMsOf = (query: Pick<FeedQuery, 'filters'>): number =>
+  query.filters.since === undefined ? EARLIEST_MS : Math.max(EARLIEST_MS, storeTextMs(query.filters.since));
+
+/** The lowest edge of the plan's windows when its probes run out above `since`; undefined when they reach it. */
+function planReach(query: Pick<FeedQuery, 'after' | 'filters'>, nowMs: number, plan: WindowPlan): string | undefined {
+  const sinceMs = sinceMsOf(query);
+  let topMs = windowsStart(query, nowMs);
   let width = plan.firstMs;
   for (let probe = 0; probe < plan.probes; probe += 1) {
-    const fromMs = toMs - width;
-    if (fromMs <= sinceMs) {
-      // The last window: down to `since`, whose own condition bounds the query.
-      windows.push(to === undefined ? {} : { to });
-      return windows;
-    }
-    const from = msStoreText(fromMs);
-    windows.push(to === undefined ? { from } : { from, to });
-    to = from;
-    toMs = fromMs;
+    if (topMs - width <= sinceMs) return undefined;
+    topMs -= width;
     width = Math.min(plan.widestMs, width * plan.growth);
   }
-  return windows;
+  return msStoreText(topMs);
 }
 
 /**
@@ -108,9 +109,8 @@ export interface WindowWalk {
 }
 
 export function windowWalk(query: Pick<FeedQuery, 'after' | 'filters'>, nowMs: number, plan: WindowPlan = WINDOW_PLAN): WindowWalk {
-  const reach = feedWindows(query, nowMs, plan).at(-1)?.from;
-  const sinceMs = query.filters.since === undefined ? EARLIEST_MS : Math.max(EARLIEST_MS, storeTextMs(query.filters.since));
-  const floorMs = reach === undefined ? sinceMs : storeTextMs(reach);
+  const reach = planReach(query, nowMs, plan);
+  const floorMs = reach === undefined ? sinceMsOf(query) : storeTextMs(reach);
   let to: string | undefined;
   let topMs = windowsStart(query, nowMs);
   let width = plan.firstMs;
