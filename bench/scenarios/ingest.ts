@@ -69,6 +69,11 @@ export async function measureIngest(ctx: BenchContext, total: number, batchSize:
   const pids = { broker: listenerPid(portOf(ctx.brokers[0]!)), server: listenerPid(portOf(ctx.clickhouseUrl)) };
   const count = total.toLocaleString('en-US');
   const rows: Row[] = [];
+  // Each figure is printed as it is measured, so a run that fails late still shows what it measured.
+  const keep = (...measured: Row[]) => {
+    rows.push(...measured);
+    for (const r of measured) console.error(`    ${r.measure}: ${fmt(r.value)} ${r.unit}${r.note === undefined ? '' : ` (${r.note})`}`);
+  };
   const orgId = randomUUID();
   const topicOf = (codec: Codec) => `bench.ingest-${codec}.${ctx.run}`;
   const productDb = (codec: Codec) => `bench_ingest_${codec}_${ctx.run}`;
@@ -137,7 +142,7 @@ export async function measureIngest(ctx: BenchContext, total: number, batchSize:
       console.error(`  ingest: sweep ${i + 1}/${ENGINE_SWEEP.length}, ${describeEngine(config)}`);
       try {
         const run = await engine(sweepTopic, sweepTotal, productDb('none'), `sweep${i}`, config);
-        rows.push({
+        keep({
           scenario: 'ingest',
           measure: `sweep: Kafka engine, ${describeEngine(config)}, ${sweepTotal.toLocaleString('en-US')} events, from its start`,
           value: run.fromStart,
@@ -146,7 +151,7 @@ export async function measureIngest(ctx: BenchContext, total: number, batchSize:
         });
         if (best === undefined || run.fromStart > best.run.fromStart) best = { config, run };
       } catch (error) {
-        rows.push({ scenario: 'ingest', measure: `sweep: Kafka engine, ${describeEngine(config)}: refused (${(error as Error).message.slice(0, 160)})`, value: NaN, unit: 'events/s' });
+        keep({ scenario: 'ingest', measure: `sweep: Kafka engine, ${describeEngine(config)}: refused (${(error as Error).message.slice(0, 160)})`, value: NaN, unit: 'events/s' });
       }
     }
     if (best === undefined) throw new Error('no configuration of the Kafka engine ran');
@@ -160,15 +165,15 @@ export async function measureIngest(ctx: BenchContext, total: number, batchSize:
       const e = await engine(topicOf(codec), total, productDb(codec), `best_${codec}`, bestConfig);
       await assertSameEvents(ch, `${productDb(codec)}.events`, e.copy);
       const topicName = codec === 'none' ? 'uncompressed topic' : `${codec} topic`;
-      rows.push({ scenario: 'ingest', measure: `kafkajs consumer doing nothing, ${topicName}, ${count} events`, value: raw[codec]!, unit: 'events/s' });
-      rows.push({
+      keep({ scenario: 'ingest', measure: `kafkajs consumer doing nothing, ${topicName}, ${count} events`, value: raw[codec]!, unit: 'events/s' });
+      keep({
         scenario: 'ingest',
         measure: `Kafka engine at its best (${describeEngine(bestConfig)}), ${topicName}, ${count} events, from its start`,
         value: e.fromStart,
         unit: 'events/s',
         note: `${fmt(e.firstToLast)} events/s from its first stored row to its last; ${describeCpuPerEvent(e.cpu, total)}`,
       });
-      rows.push({
+      keep({
         scenario: 'ingest',
         measure: `consumer process (ROLE=consumer) into clickhouse-server, ${topicName}, ${count} events, from its start`,
         value: o.fromStart,
@@ -177,7 +182,7 @@ export async function measureIngest(ctx: BenchContext, total: number, batchSize:
         target: '≥ 1.25× the best Kafka engine, ≥ 100,000 events/s',
         note: `${describeCpuPerEvent(o.cpu, total)} against the engine's ${cpuMicrosPerEvent(e.cpu, total)} (${times(cpuMicrosPerEvent(o.cpu, total), cpuMicrosPerEvent(e.cpu, total))}); ${(o.fromStart / raw[codec]!).toFixed(2)} of raw kafkajs; RSS ${o.rssMiB} MiB at the end`,
       });
-      rows.push({
+      keep({
         scenario: 'ingest',
         measure: `consumer process into clickhouse-server, ${topicName}, from its first stored row to its last`,
         value: o.firstToLast,
@@ -189,7 +194,7 @@ export async function measureIngest(ctx: BenchContext, total: number, batchSize:
 
     // 5. The server's ceiling: the same rows inserted already encoded.
     const ceiling = await preEncodedInsertRate({ url: ctx.clickhouseUrl, productDb: productDb('none'), db: `bench_ceiling_${ctx.run}`, events, batchSize });
-    rows.push({ scenario: 'ingest', measure: `pre-encoded JSONEachRow insert into a copy of events, batches of ${batchSize.toLocaleString('en-US')}, one at a time`, value: ceiling, unit: 'events/s', note: `the consumer from its start: ${(oursRuns.none.fromStart / ceiling).toFixed(2)} of it` });
+    keep({ scenario: 'ingest', measure: `pre-encoded JSONEachRow insert into a copy of events, batches of ${batchSize.toLocaleString('en-US')}, one at a time`, value: ceiling, unit: 'events/s', note: `the consumer from its start: ${(oursRuns.none.fromStart / ceiling).toFixed(2)} of it` });
 
     // 6. Freshness: the same steady load for both, half the slower side's rate on the uncompressed topic.
     const e0 = rows.find((r) => r.measure.startsWith('Kafka engine at its best') && r.measure.includes('uncompressed'))!.value;
@@ -223,7 +228,7 @@ export async function measureIngest(ctx: BenchContext, total: number, batchSize:
     console.error(`  ingest: freshness at ${perSecond} events/s`);
     const fo = await freshness('ours');
     const fe = await freshness('engine');
-    rows.push({
+    keep({
       scenario: 'ingest',
       measure: `Kafka engine at its best, produce to visible at a steady ${perSecond.toLocaleString('en-US')} events/s for ${freshnessSeconds} s`,
       value: fe.sent,
@@ -231,7 +236,7 @@ export async function measureIngest(ctx: BenchContext, total: number, batchSize:
       p50Ms: fe.p50,
       p99Ms: fe.p99,
     });
-    rows.push({
+    keep({
       scenario: 'ingest',
       measure: `consumer process into clickhouse-server, produce to visible at a steady ${perSecond.toLocaleString('en-US')} events/s for ${freshnessSeconds} s`,
       value: fo.sent,
@@ -249,7 +254,7 @@ export async function measureIngest(ctx: BenchContext, total: number, batchSize:
       const chdb = await consumerProcess(topicOf('none'), { DATA_DIR: join(dataDir, 'consumer') }, group, 'all');
       try {
         const rate = await chdbRate(kafka, group, topicOf('none'), total, startedAt);
-        rows.push({
+        keep({
           scenario: 'ingest',
           measure: `ROLE=all process into chdb, uncompressed topic, ${count} events, from its start to the commit that covers every event`,
           value: rate,
