@@ -17,11 +17,24 @@ export const MIN_READ_GAP_MS = 100;
 /** Past a batch's return plus the settle window, by this much: the store's millisecond clock has moved past its ingested_at. */
 const HORIZON_MARGIN_MS = 5;
 
-/** The store's horizon, and when (performance.now()) the store was asked for it. */
+/** The store's horizon, and when (the poller's clock) the store was asked for it. */
 export interface StoreHorizon {
   readonly text: string;
   readonly askedAt: number;
 }
+
+/**
+ * Where the poller reads the time and rests. `now()` must be the clock `horizon` and
+ * `stored` report in (performance.now() in the gateway); tests pass a virtual one so the
+ * rhythm of the reads can be checked to the millisecond without waiting for it.
+ */
+export interface PollerClock {
+  now(): number;
+  /** Resolves after `ms`, or as soon as `signal` aborts; never rejects. */
+  sleep(ms: number, signal: AbortSignal): Promise<void>;
+}
+
+const MONOTONIC_CLOCK: PollerClock = { now: () => performance.now(), sleep: pause };
 
 /** The one loop of a process that reads for every live stream, and lets streams join between its reads. */
 export interface SharedPoller {
@@ -44,11 +57,13 @@ export function createSharedPoller(deps: {
   /** The store's horizon now, shared with the streams starting at the same moment. */
   horizon: () => Promise<StoreHorizon>;
   /** Where this process ingests: when its inserts return, so a read follows their rows past the horizon. */
-  stored?: StoredBatches | undefined;
+  stored?: Pick<StoredBatches, 'onStored'> | undefined;
   /** Aborts when the gateway closes. */
   closed: AbortSignal;
+  clock?: PollerClock | undefined;
 }): SharedPoller {
   const { store, settings, logger, metrics, fanOut, horizon, closed } = deps;
+  const clock = deps.clock ?? MONOTONIC_CLOCK;
   const closing = () => closed.aborted;
   // Where the shared read has read up to, and the streams waiting to join it.
   // Only the loop moves the position and lets streams join, between its reads.
@@ -57,7 +72,7 @@ export function createSharedPoller(deps: {
   let loop: Promise<void> = Promise.resolve();
   let looping = false;
   let nap = new AbortController();
-  // When (performance.now()) each of this process's batches stored since the last read passes the horizon, in order.
+  // When, on the clock, each of this process's batches stored since the last read passes the horizon, in order.
   let due: number[] = [];
   // When the loop plans to read next, while it rests.
   let wakeAt = Infinity;
@@ -116,18 +131,18 @@ export function createSharedPoller(deps: {
   }
 
   /**
-   * Rests until `until` (performance.now()), the gateway closing, or a stream asking to
+   * Rests until `until` (the clock), the gateway closing, or a stream asking to
    * join ('woken': it should not wait a poll interval for its first rows), or a stored
    * batch coming due sooner ('replan').
    */
   async function rest(until: number): Promise<'due' | 'woken' | 'replan'> {
-    const ms = until - performance.now();
+    const ms = until - clock.now();
     if (waiting.length > 0) return 'woken';
     if (ms <= 0 || closing()) return 'due';
     nap = new AbortController();
     wakeAt = until;
     try {
-      await pause(ms, AbortSignal.any([nap.signal, closed]));
+      await clock.sleep(ms, AbortSignal.any([nap.signal, closed]));
     } finally {
       wakeAt = Infinity;
     }
@@ -140,7 +155,7 @@ export function createSharedPoller(deps: {
     // `looping` turns false in the same step as the last check, so a stream asking to join later starts a new loop.
     while ((fanOut.size > 0 || waiting.length > 0) && !closing()) {
       // Polls keep their rhythm start to start: the read's own time is not added to the interval.
-      const started = performance.now();
+      const started = clock.now();
       let full = false;
       try {
         await admit();
@@ -155,7 +170,7 @@ export function createSharedPoller(deps: {
       if (full) continue;
       if (failures > 0) {
         // The store failed: a batch coming due does not cut its backoff short.
-        const retryAt = performance.now() + Math.max(settings.pollMs, Math.min(MAX_RETRY_DELAY_MS, settings.pollMs * 2 ** failures));
+        const retryAt = clock.now() + Math.max(settings.pollMs, Math.min(MAX_RETRY_DELAY_MS, settings.pollMs * 2 ** failures));
         while ((await rest(retryAt)) === 'replan');
         continue;
       }
