@@ -16,7 +16,7 @@ import type { BenchContext } from '../support/context.js';
 import { produceWarmUp, producePaced } from '../support/paced-producer.js';
 import { cpuMeter, cpuMicrosPerEvent, cpuSeconds, describeCpuPerEvent, listenerPid, portOf, type CpuBreakdown } from '../support/process-cpu.js';
 import type { Row } from '../support/results.js';
-import { assertSameEvents, ingestTiming, storedDelay, waitForRows, type IngestTiming } from '../support/stored-rows.js';
+import { assertSameEvents, ingestTiming, mergesSettled, storedDelay, waitForRows, type IngestTiming } from '../support/stored-rows.js';
 import { commandTopicEnvironment, commandTopicNames } from '../../test/support/command-topics.js';
 
 const PARTITIONS = 6;
@@ -24,6 +24,10 @@ const PRODUCE_BATCH = 5_000;
 const CODECS = ['none', 'lz4', 'zstd'] as const;
 type Codec = (typeof CODECS)[number];
 const WARM_UP_EVENTS = 1_000;
+/** The consumer group's size beside the single process: one process per core of this machine, as the engine's best runs two consumers. */
+const GROUP_PROCESSES = 2;
+/** The sweep's fastest configurations that then read each topic. */
+const FINALISTS = 2;
 
 async function produce(kafka: Kafka, topic: string, events: readonly CanonicalEvent[], codec: Codec): Promise<void> {
   await createTopics(kafka, [{ topic, numPartitions: PARTITIONS, replicationFactor: 1 }]);
@@ -54,12 +58,13 @@ const times = (a: number, b: number) => (Number.isFinite(a) && Number.isFinite(b
  * same machine and the same clock. EVENTS canonical events are produced to three topics
  * of six partitions (uncompressed, lz4, zstd; kafkajs with the gateway's codecs) before
  * any consumer starts. Once per run, the engine's throughput settings are swept over a
- * coarse grid on a smaller topic of its own, and the best configuration (by rate from
- * its start) reads each of the three topics after the gateway's consumer process has
- * read it into the server. Both sides are timed from the table (`ingested_at`): from the
+ * coarse grid on a smaller topic of its own, and its two fastest configurations (by rate
+ * from its start) each read each of the three topics, the faster there being the anchor, after the gateway's consumer process has
+ * read it into the server; then a consumer group of two processes reads it again. Both sides are timed from the table (`ingested_at`): from the
  * start (the consumer's spawn, the view's creation) to the last stored row, and from the
- * first stored row to the last; both copies must hold the same events. CPU is summed
- * over the broker, the ClickHouse server and, for ours, the consumer process. Then each
+ * first stored row to the last; both copies must hold the same events; each side starts
+ * once the server has no merge running. CPU is summed
+ * over the broker, the ClickHouse server and, for ours, the consumer processes. Then each
  * side's delay from produce to visible at a steady half of the slower side's rate.
  */
 export async function measureIngest(ctx: BenchContext, total: number, batchSize: number, sweepTotal: number, freshnessSeconds: number): Promise<Row[]> {
@@ -93,23 +98,31 @@ export async function measureIngest(ctx: BenchContext, total: number, batchSize:
   const consumerProcess = async (topic: string, storeEnv: Record<string, string>, group = `bench-ingest-${randomBytes(3).toString('hex')}`, role = 'consumer'): Promise<BenchProcess> =>
     gatewayProcess({ ...common, ...storeEnv, EVENTS_TOPICS: topic, ROLE: role, PORT: String(await freePort()), KAFKA_CONSUMER_GROUP: group });
 
-  /** The gateway's consumer process reading `codec`'s topic into the server. */
-  const ours = async (codec: Codec): Promise<IngestRun & { rssMiB: number }> => {
+  /**
+   * The gateway's consumer group reading `codec`'s topic into the server: `processes`
+   * ROLE=consumer processes in one group, spawned together, as a deployment scales its
+   * consumers (each process is one event loop; the engine's best runs two consumers too).
+   */
+  const ours = async (codec: Codec, processes: number): Promise<IngestRun & { rssMiB: number[] }> => {
+    await mergesSettled(ch);
     const meter = cpuMeter(pids);
     const startedAt = Date.now();
-    const consumer = await consumerProcess(topicOf(codec), { CLICKHOUSE_URL: ctx.clickhouseUrl, CLICKHOUSE_DATABASE: productDb(codec) });
+    const db = processes === 1 ? productDb(codec) : `${productDb(codec)}_x${processes}`;
+    const group = `bench-ingest-${randomBytes(3).toString('hex')}`;
+    const consumers = await Promise.all(Array.from({ length: processes }, () => consumerProcess(topicOf(codec), { CLICKHOUSE_URL: ctx.clickhouseUrl, CLICKHOUSE_DATABASE: db }, group)));
     try {
-      await waitForRows(ch, `${productDb(codec)}.events`, total, 'the consumer');
-      // The consumer's CPU from its birth, start-up included, as the engine's start-up is in the server's.
-      const cpu = { ...meter(), consumer: cpuSeconds(consumer.pid) };
-      return { ...(await ingestTiming(ch, `${productDb(codec)}.events`, total, startedAt)), cpu, rssMiB: consumer.rssMiB() };
+      await waitForRows(ch, `${db}.events`, total, `the consumer group of ${processes}`);
+      // The consumers' CPU from their birth, start-up included, as the engine's start-up is in the server's.
+      const cpu = { ...meter(), consumer: consumers.reduce((sum, c) => sum + cpuSeconds(c.pid), 0) };
+      return { ...(await ingestTiming(ch, `${db}.events`, total, startedAt)), cpu, rssMiB: consumers.map((c) => c.rssMiB()) };
     } finally {
-      await consumer.stop();
+      await Promise.all(consumers.map((c) => c.stop()));
     }
   };
   /** The Kafka engine reading `topic`, `expected` events, into a copy of `template`'s events table. */
   const engine = async (topic: string, expected: number, template: string, name: string, config: EngineConfig): Promise<IngestRun & { copy: string }> => {
     const target: EngineTarget = { brokers: ctx.brokers, topic, productDb: template, db: engineDb, name };
+    await mergesSettled(ch);
     const meter = cpuMeter(pids);
     const run = await startKafkaEngine(ch, target, config);
     try {
@@ -132,12 +145,12 @@ export async function measureIngest(ctx: BenchContext, total: number, batchSize:
     }
 
     // 2. Ours on the uncompressed topic first: its process creates the product's schema the engine's copies are made from.
-    const oursRuns: Partial<Record<Codec, IngestRun & { rssMiB: number }>> = {};
+    const oursRuns: Partial<Record<Codec, IngestRun & { rssMiB: number[] }>> = {};
     console.error('  ingest: the consumer, uncompressed topic');
-    oursRuns.none = await ours('none');
+    oursRuns.none = await ours('none', 1);
 
     // 3. The sweep, once per run, on a topic of its own.
-    let best: { config: EngineConfig; run: IngestRun } | undefined;
+    const swept: { config: EngineConfig; run: IngestRun }[] = [];
     for (const [i, config] of ENGINE_SWEEP.entries()) {
       console.error(`  ingest: sweep ${i + 1}/${ENGINE_SWEEP.length}, ${describeEngine(config)}`);
       try {
@@ -149,21 +162,35 @@ export async function measureIngest(ctx: BenchContext, total: number, batchSize:
           unit: 'events/s',
           note: `${fmt(run.firstToLast)} events/s from its first stored row to its last; first row after ${fmt(run.firstRowMs)} ms; ${describeCpuPerEvent(run.cpu, sweepTotal)}`,
         });
-        if (best === undefined || run.fromStart > best.run.fromStart) best = { config, run };
+        swept.push({ config, run });
       } catch (error) {
         keep({ scenario: 'ingest', measure: `sweep: Kafka engine, ${describeEngine(config)}: refused (${(error as Error).message.slice(0, 160)})`, value: NaN, unit: 'events/s' });
       }
     }
-    if (best === undefined) throw new Error('no configuration of the Kafka engine ran');
-    const bestConfig = best.config;
+    if (swept.length === 0) throw new Error('no configuration of the Kafka engine ran');
+    // One sweep point is one sample on a shared machine: the two fastest each read every
+    // topic, and the faster of them there is the anchor, so noise in the sweep cannot
+    // hand ours a weaker engine.
+    const finalists = swept.sort((a, b) => b.run.fromStart - a.run.fromStart).slice(0, FINALISTS).map((f) => f.config);
+    let freshnessConfig: EngineConfig | undefined;
 
     // 4. Each topic: ours, then the engine's best, compared.
     for (const codec of CODECS) {
       console.error(`  ingest: ${codec}, the consumer and the best engine`);
-      oursRuns[codec] ??= await ours(codec);
+      oursRuns[codec] ??= await ours(codec, 1);
       const o = oursRuns[codec];
-      const e = await engine(topicOf(codec), total, productDb(codec), `best_${codec}`, bestConfig);
-      await assertSameEvents(ch, `${productDb(codec)}.events`, e.copy);
+      const tried: { config: EngineConfig; run: IngestRun & { copy: string } }[] = [];
+      for (const [i, config] of finalists.entries()) {
+        const run = await engine(topicOf(codec), total, productDb(codec), `best_${codec}_${i}`, config);
+        await assertSameEvents(ch, `${productDb(codec)}.events`, run.copy);
+        tried.push({ config, run });
+      }
+      const [winner, ...others] = tried.sort((a, b) => b.run.fromStart - a.run.fromStart);
+      const e = winner!.run;
+      const bestConfig = winner!.config;
+      freshnessConfig ??= bestConfig;
+      const o2 = await ours(codec, GROUP_PROCESSES);
+      await assertSameEvents(ch, `${productDb(codec)}_x${GROUP_PROCESSES}.events`, e.copy);
       const topicName = codec === 'none' ? 'uncompressed topic' : `${codec} topic`;
       keep({ scenario: 'ingest', measure: `kafkajs consumer doing nothing, ${topicName}, ${count} events`, value: raw[codec]!, unit: 'events/s' });
       keep({
@@ -171,25 +198,30 @@ export async function measureIngest(ctx: BenchContext, total: number, batchSize:
         measure: `Kafka engine at its best (${describeEngine(bestConfig)}), ${topicName}, ${count} events, from its start`,
         value: e.fromStart,
         unit: 'events/s',
-        note: `${fmt(e.firstToLast)} events/s from its first stored row to its last; ${describeCpuPerEvent(e.cpu, total)}`,
+        note: `${fmt(e.firstToLast)} events/s from its first stored row to its last; ${describeCpuPerEvent(e.cpu, total)}${others.map((o) => `; the other finalist (${describeEngine(o.config)}): ${fmt(o.run.fromStart)} events/s`).join('')}`,
       });
-      keep({
-        scenario: 'ingest',
-        measure: `consumer process (ROLE=consumer) into clickhouse-server, ${topicName}, ${count} events, from its start`,
-        value: o.fromStart,
-        unit: 'events/s',
-        baseline: { name: 'Kafka engine at its best, from its start', value: e.fromStart },
-        target: '≥ 1.25× the best Kafka engine, ≥ 100,000 events/s',
-        note: `${describeCpuPerEvent(o.cpu, total)} against the engine's ${cpuMicrosPerEvent(e.cpu, total)} (${times(cpuMicrosPerEvent(o.cpu, total), cpuMicrosPerEvent(e.cpu, total))}); ${(o.fromStart / raw[codec]!).toFixed(2)} of raw kafkajs; RSS ${o.rssMiB} MiB at the end`,
-      });
-      keep({
-        scenario: 'ingest',
-        measure: `consumer process into clickhouse-server, ${topicName}, from its first stored row to its last`,
-        value: o.firstToLast,
-        unit: 'events/s',
-        baseline: { name: 'Kafka engine at its best, first to last row', value: e.firstToLast },
-        target: '≥ 1.25× the best Kafka engine, ≥ 100,000 events/s',
-      });
+      for (const [run, who] of [
+        [o, 'consumer process (ROLE=consumer)'],
+        [o2, `consumer group of ${GROUP_PROCESSES} processes (ROLE=consumer)`],
+      ] as const) {
+        keep({
+          scenario: 'ingest',
+          measure: `${who} into clickhouse-server, ${topicName}, ${count} events, from its start`,
+          value: run.fromStart,
+          unit: 'events/s',
+          baseline: { name: 'Kafka engine at its best, from its start', value: e.fromStart },
+          target: '≥ 1.25× the best Kafka engine, ≥ 100,000 events/s',
+          note: `${describeCpuPerEvent(run.cpu, total)} against the engine's ${cpuMicrosPerEvent(e.cpu, total)} (${times(cpuMicrosPerEvent(run.cpu, total), cpuMicrosPerEvent(e.cpu, total))}); ${(run.fromStart / raw[codec]!).toFixed(2)} of raw kafkajs; RSS ${run.rssMiB.join(' + ')} MiB at the end`,
+        });
+        keep({
+          scenario: 'ingest',
+          measure: `${who} into clickhouse-server, ${topicName}, from its first stored row to its last`,
+          value: run.firstToLast,
+          unit: 'events/s',
+          baseline: { name: 'Kafka engine at its best, first to last row', value: e.firstToLast },
+          target: '≥ 1.25× the best Kafka engine, ≥ 100,000 events/s',
+        });
+      }
     }
 
     // 5. The server's ceiling: the same rows inserted already encoded.
@@ -211,7 +243,7 @@ export async function measureIngest(ctx: BenchContext, total: number, batchSize:
         table = `${db}.events`;
         stop = () => consumer.stop();
       } else {
-        const run = await startKafkaEngine(ch, { brokers: ctx.brokers, topic, productDb: productDb('none'), db: engineDb, name: 'fresh' }, bestConfig);
+        const run = await startKafkaEngine(ch, { brokers: ctx.brokers, topic, productDb: productDb('none'), db: engineDb, name: 'fresh' }, freshnessConfig!);
         table = run.copy;
         stop = () => run.stop();
       }
@@ -225,12 +257,12 @@ export async function measureIngest(ctx: BenchContext, total: number, batchSize:
         await stop();
       }
     };
-    console.error(`  ingest: freshness at ${perSecond} events/s`);
+    console.error(`  ingest: freshness at ${perSecond} events/s, the engine as ${describeEngine(freshnessConfig!)}`);
     const fo = await freshness('ours');
     const fe = await freshness('engine');
     keep({
       scenario: 'ingest',
-      measure: `Kafka engine at its best, produce to visible at a steady ${perSecond.toLocaleString('en-US')} events/s for ${freshnessSeconds} s`,
+      measure: `Kafka engine at its best (${describeEngine(freshnessConfig!)}), produce to visible at a steady ${perSecond.toLocaleString('en-US')} events/s for ${freshnessSeconds} s`,
       value: fe.sent,
       unit: 'events',
       p50Ms: fe.p50,

@@ -20,14 +20,46 @@ export interface IngestTiming {
   readonly firstRowMs: number;
 }
 
-async function count(ch: ClickHouseClient, table: string, where = '1'): Promise<number> {
-  const result = await ch.query({ query: `SELECT count() AS n FROM ${table} WHERE ${where}`, format: 'JSONEachRow' });
+async function count(ch: ClickHouseClient, table: string, where = '1', what = 'count()'): Promise<number> {
+  const result = await ch.query({ query: `SELECT ${what} AS n FROM ${table} WHERE ${where}`, format: 'JSONEachRow' });
   return Number((await result.json<{ n: string }>())[0]!.n);
 }
 
-/** Waits, polling every 100 ms, until `table` holds `total` rows that match `where`. */
+/**
+ * Waits, polling every 100 ms, until `table` holds `total` distinct events that match
+ * `where`. Rows alone are not enough: a batch delivered again (a rebalance while a
+ * consumer group forms) is stored twice, so the rows reach the total before the events
+ * do. The distinct count, dearer, is asked only once the rows have.
+ */
 export async function waitForRows(ch: ClickHouseClient, table: string, total: number, what: string, where = '1'): Promise<void> {
-  await waitFor(`${what} to store ${total} events in ${table}`, async () => ((await count(ch, table, where)) >= total ? true : undefined), 30 * 60_000, 100);
+  await waitFor(
+    `${what} to store ${total} events in ${table}`,
+    async () => {
+      const rows = await count(ch, table, where);
+      if (rows < total) return undefined;
+      return (await count(ch, table, where, 'uniqExact(org_id, project_id, occurred_at, id)')) >= total ? true : undefined;
+    },
+    30 * 60_000,
+    100,
+  );
+}
+
+/**
+ * Waits until the server merges nothing: the parts an earlier run wrote are merged in the
+ * background for seconds after it ends, and a run timed meanwhile shares the cores with
+ * them. Each side starts on a server at rest, so neither pays for the other's writes.
+ */
+export async function mergesSettled(ch: ClickHouseClient): Promise<void> {
+  await waitFor(
+    'the server to finish its background merges',
+    async () => {
+      const result = await ch.query({ query: 'SELECT count() AS n FROM system.merges', format: 'JSONEachRow' });
+      const [row] = await result.json<{ n: string }>();
+      return Number(row?.n ?? 0) === 0 ? true : undefined;
+    },
+    10 * 60_000,
+    200,
+  );
 }
 
 /** The timing of a run that stored `total` events into `table`, started at `startedAt` (ms since the epoch). */
