@@ -32,8 +32,10 @@ export async function producePaced(kafka: Kafka, topic: string, options: { reado
   try {
     const started = performance.now();
     const end = started + options.seconds * 1000;
-    for (let now = started; now < end; now = performance.now()) {
-      const due = Math.min(MAX_SEND, Math.floor(((now - started) / 1000) * options.perSecond) - sent);
+    // Events the rate asks for by now and not yet sent.
+    const owed = () => Math.floor(((performance.now() - started) / 1000) * options.perSecond) - sent;
+    while (performance.now() < end) {
+      const due = Math.min(MAX_SEND, owed());
       if (due > 0) {
         const send = producer.send({ topic, acks: -1, messages: fresh(due, options.orgId, options.projectId) });
         sent += due;
@@ -45,8 +47,8 @@ export async function producePaced(kafka: Kafka, topic: string, options: { reado
         if (inFlight.size >= MAX_IN_FLIGHT) await Promise.race(inFlight);
       }
       if (failure !== undefined) throw failure;
-      // Behind the rate (a tick owed more than one send): the next send goes at once.
-      if (Math.floor(((performance.now() - started) / 1000) * options.perSecond) - sent < MAX_SEND) await new Promise((resolve) => setTimeout(resolve, TICK_MS));
+      // Still a whole send behind the rate: the next one goes at once, without the tick's pause.
+      if (owed() < MAX_SEND) await new Promise((resolve) => setTimeout(resolve, TICK_MS));
     }
     await Promise.all(inFlight);
     return sent;

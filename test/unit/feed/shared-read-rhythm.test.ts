@@ -196,7 +196,7 @@ describe('shared poller: when its reads start, on a virtual clock', () => {
     expect(await poller.readsStartedAt(4)).to.deep.equal([0, 50, 100, 150]);
   });
 
-  it('after failed reads, waits twice the interval per failure up to MAX_RETRY_DELAY_MS, not cut short by a batch coming due, then keeps its rhythm again', async () => {
+  it('after failed reads, waits the interval doubled for each failure in a row (pollMs · 2^failures), up to MAX_RETRY_DELAY_MS, not cut short by a batch coming due, then keeps its rhythm again', async () => {
     poller = pollerOnVirtualTime({ pollMs: 1000, settleMs: 300, outcome: (read) => (read >= 2 && read <= 5 ? 'fails' : 'partial') });
     await poller.join();
     // Due at 1805, in the first backoff (1000 to 3000).
