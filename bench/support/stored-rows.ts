@@ -55,16 +55,7 @@ export async function waitForRows(ch: ClickHouseClient, table: string, total: nu
  * them. Each side starts on a server at rest, so neither pays for the other's writes.
  */
 export async function mergesSettled(ch: ClickHouseClient): Promise<void> {
-  await waitFor(
-    'the server to finish its background merges',
-    async () => {
-      const result = await ch.query({ query: 'SELECT count() AS n FROM system.merges', format: 'JSONEachRow' });
-      const [row] = await result.json<{ n: string }>();
-      return Number(row?.n ?? 0) === 0 ? true : undefined;
-    },
-    10 * 60_000,
-    200,
-  );
+  await waitFor('the server to finish its background merges', async () => ((await count(ch, 'system.merges')) === 0 ? true : undefined), 10 * 60_000, 200);
 }
 
 /** The timing of a run that stored `total` events into `table`, started at `startedAt` (ms since the epoch). */
