@@ -4,9 +4,11 @@ import { migrationStatements } from '../../../src/store/migrations.js';
 const TABLES = ['events', 'idempotency_keys', 'command_log'];
 const CREATED = /^CREATE TABLE IF NOT EXISTS (\w+)/;
 const INGESTED_INDEX = 'ADD INDEX IF NOT EXISTS ingested_idx ingested_at TYPE minmax GRANULARITY 1';
+const PROJECT_INDEX = 'ADD INDEX IF NOT EXISTS project_idx project_id TYPE set(0) GRANULARITY 1';
+const FILTER_INDEXES = ['domain', 'entity', 'action'].map((column) => `ADD INDEX IF NOT EXISTS ${column}_idx ${column} TYPE set(256) GRANULARITY 1`);
 const PROJECTION_MODE = "MODIFY SETTING deduplicate_merge_projection_mode = 'rebuild'";
 const DEVICE_PROJECTION = 'ADD PROJECTION IF NOT EXISTS by_device (SELECT * ORDER BY (org_id, project_id, device_id, occurred_at, id))';
-const ALTERS = [INGESTED_INDEX, PROJECTION_MODE, DEVICE_PROJECTION];
+const ALTERS = [INGESTED_INDEX, PROJECT_INDEX, ...FILTER_INDEXES, PROJECTION_MODE, DEVICE_PROJECTION];
 
 describe('migrations', () => {
   it('creates the three tables on one node with MergeTree engines', () => {
@@ -16,19 +18,19 @@ describe('migrations', () => {
     for (const s of statements) expect(s).to.not.match(/ON CLUSTER|Replicated|Distributed/);
   });
 
-  it('adds the skip index, the projection setting and the device projection to the events table after creating it, so existing tables gain them too', () => {
+  it('adds the skip indexes, the projection setting and the device projection to the events table after creating it, so existing tables gain them too', () => {
     const statements = migrationStatements({ kind: 'single' });
     expect(statements[0]).to.match(/^CREATE TABLE IF NOT EXISTS events \(/);
     expect(statements.filter((s) => s.startsWith('ALTER'))).to.deep.equal(ALTERS.map((a) => `ALTER TABLE events ${a}`));
-    expect(statements.slice(1, 4)).to.deep.equal(ALTERS.map((a) => `ALTER TABLE events ${a}`));
+    expect(statements.slice(1, 1 + ALTERS.length)).to.deep.equal(ALTERS.map((a) => `ALTER TABLE events ${a}`));
   });
 
-  it('puts the skip index and the projection on the local table of a cluster, never on the Distributed one', () => {
+  it('puts the skip indexes and the projection on the local table of a cluster, never on the Distributed one', () => {
     const replicated = migrationStatements({ kind: 'cluster', cluster: 'telemetry', replicated: true });
     const onLocal = ALTERS.map((a) => `ALTER TABLE events_local ON CLUSTER telemetry ${a}`);
     expect(replicated.filter((s) => s.startsWith('ALTER'))).to.deep.equal(onLocal);
     // Between the local table and the Distributed table over it.
-    expect(replicated.slice(0, 5).map((s) => (s.startsWith('ALTER') ? s : s.split(' (')[0]!.split('\n')[0]))).to.deep.equal([
+    expect(replicated.slice(0, ALTERS.length + 2).map((s) => (s.startsWith('ALTER') ? s : s.split(' (')[0]!.split('\n')[0]))).to.deep.equal([
       'CREATE TABLE IF NOT EXISTS events_local ON CLUSTER telemetry',
       ...onLocal,
       'CREATE TABLE IF NOT EXISTS events ON CLUSTER telemetry AS events_local',
