@@ -146,7 +146,11 @@ export function createClickHouseEventStore(transport: SqlTransport, options: Fee
         rows.push(...found);
         lowest = window.from;
         if (rows.length >= query.limit || lowest === undefined) break;
-        if (found.length > 0 || !walk.canSkip) continue;
+        if (found.length > 0) {
+          walk.paceFor(rows.length, query.limit - rows.length);
+          continue;
+        }
+        if (!walk.canSkip) continue;
         // An empty window: one ordered LIMIT 1 finds the newest matching event below it
         // within the page's reach, so a page skips empty time (a new or idle project, a
         // filter that matches nothing) in one query instead of a window per stretch.

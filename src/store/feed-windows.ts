@@ -72,6 +72,9 @@ export function feedWindows(query: Pick<FeedQuery, 'after' | 'filters'>, nowMs: 
   return windows;
 }
 
+/** How many times over a paced window is sized to hold what the page still needs: rates vary. */
+const PACE_MARGIN = 2;
+
 const sinceMsOf = (query: Pick<FeedQuery, 'filters'>): number =>
   query.filters.since === undefined ? EARLIEST_MS : Math.max(EARLIEST_MS, storeTextMs(query.filters.since));
 
@@ -102,6 +105,12 @@ export interface WindowWalk {
   next(): FeedWindow | undefined;
   /** The newest matching event below the last window lies at `newestMs`: the next window reaches from that window's lower edge down past it, as wide as the next one would have been. */
   skipTo(newestMs: number): void;
+  /**
+   * The page holds `found` events from the windows so far and still needs `needed`: the
+   * next window is made wide enough to hold them at the rate found so far, twice over,
+   * if that is wider than the plan's next one, and may then be wider than `widestMs`.
+   */
+  paceFor(found: number, needed: number): void;
   /** Whether a skip may follow the last window: the next would be the widest, and a probe is left for the skip and the window after it. */
   readonly canSkip: boolean;
   /** The lowest edge any window of this page may have; undefined when the plan reaches `since`, or 1900. */
@@ -112,7 +121,8 @@ export function windowWalk(query: Pick<FeedQuery, 'after' | 'filters'>, nowMs: n
   const reach = planReach(query, nowMs, plan);
   const floorMs = reach === undefined ? sinceMsOf(query) : storeTextMs(reach);
   let to: string | undefined;
-  let topMs = windowsStart(query, nowMs);
+  const startMs = windowsStart(query, nowMs);
+  let topMs = startMs;
   let width = plan.firstMs;
   let used = 0;
   let done = false;
@@ -137,6 +147,12 @@ export function windowWalk(query: Pick<FeedQuery, 'after' | 'filters'>, nowMs: n
       used += 1;
       // The millisecond after the event's own (store text is cut to milliseconds), so the window holds it.
       topMs = Math.min(topMs, Math.floor(newestMs) + 1);
+    },
+    paceFor(found, needed) {
+      if (found <= 0 || needed <= 0) return;
+      // A sparse scope (a device, a rare action) finds a few events a window: at the widest
+      // width alone its page took up to the whole plan of probes, each a query's fixed cost.
+      width = Math.max(width, Math.ceil(((startMs - topMs) / found) * needed * PACE_MARGIN));
     },
     get canSkip() {
       // Only once the widening has reached its widest: the narrow windows near the top stay

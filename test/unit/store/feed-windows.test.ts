@@ -114,6 +114,60 @@ describe('feed windows', () => {
       expect(walk.canSkip).to.equal(false);
     });
 
+    it('paces the next window for what the page still needs at the rate found so far, twice over, even past the widest', () => {
+      const walk = windowWalk({ after: undefined, filters: {} }, NOW);
+      walk.next();
+      const second = walk.next()!;
+      // 3 events in the first 9 hours, 48 still needed: 9 h / 3 × 48 × 2 = 288 h.
+      walk.paceFor(3, 48);
+      expect(walk.next()).to.deep.equal({ from: at(NOW - 9 * HOUR - 288 * HOUR), to: second.from });
+      // 1 event in 297 hours, 50 needed: 29,700 hours, past the widest (31 days), so down to the reach.
+      walk.paceFor(1, 50);
+      expect(walk.next()).to.deep.equal({ from: walk.reach, to: at(NOW - 297 * HOUR) });
+      expect(walk.next()).to.equal(undefined);
+    });
+
+    it('never paces a window narrower than the plan\'s next one', () => {
+      const walk = windowWalk({ after: undefined, filters: {} }, NOW);
+      walk.next();
+      // 50 events in the first hour and 1 needed: the plan's 8 hours stand.
+      walk.paceFor(50, 1);
+      expect(walk.next()).to.deep.equal({ from: at(NOW - 9 * HOUR), to: at(NOW - HOUR) });
+      walk.paceFor(0, 10);
+      expect(walk.next()).to.deep.equal({ from: at(NOW - 73 * HOUR), to: at(NOW - 9 * HOUR) });
+    });
+
+    it('keeps every instant in one window, newest first, within the probes, whatever the pacing and skips', () => {
+      const step = fc.oneof(
+        fc.record({ kind: fc.constant('pace' as const), found: fc.integer({ min: 0, max: 60 }), needed: fc.integer({ min: 0, max: 60 }) }),
+        fc.record({ kind: fc.constant('skip' as const), back: fc.integer({ min: 0, max: 2000 * HOUR }) }),
+      );
+      fc.assert(
+        fc.property(fc.array(step, { maxLength: 30 }), fc.array(fc.integer({ min: NOW - 600 * 24 * HOUR, max: NOW }), { maxLength: 20 }), (steps, points) => {
+          const walk = windowWalk({ after: undefined, filters: {} }, NOW);
+          const windows: FeedWindow[] = [];
+          let skips = 0;
+          for (const s of steps) {
+            const w = walk.next();
+            if (w === undefined) break;
+            windows.push(w);
+            if (s.kind === 'pace') walk.paceFor(s.found, s.needed);
+            else if (walk.canSkip) {
+              walk.skipTo(storeTextMs(w.from!) - s.back);
+              skips += 1;
+            }
+          }
+          windows.push(...drain(walk));
+          expect(windows.length + skips).to.be.at.most(WINDOW_PLAN.probes);
+          for (let i = 1; i < windows.length; i += 1) expect(windows[i]!.to).to.equal(windows[i - 1]!.from);
+          const lowest = windows.at(-1)!.from;
+          for (const point of points) {
+            if (windowOf(windows, at(point)) === -1) expect(lowest !== undefined && at(point) < lowest).to.equal(true);
+          }
+        }),
+      );
+    });
+
     it('leaves no skip without a window after it', () => {
       const walk = windowWalk({ after: undefined, filters: {} }, NOW, { ...WINDOW_PLAN, firstMs: WINDOW_PLAN.widestMs, probes: 3 });
       walk.next();
