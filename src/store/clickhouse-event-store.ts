@@ -147,6 +147,7 @@ export function createClickHouseEventStore(transport: SqlTransport, options: Fee
         lowest = window.from;
         if (rows.length >= query.limit || lowest === undefined) break;
         if (found.length > 0) {
+          // The page's total so far, not this window's: the rate is over all the windows read.
           walk.paceFor(rows.length, query.limit - rows.length);
           continue;
         }

@@ -13,8 +13,8 @@ export interface FeedWindow {
  * How a page walks back through time (docs/decisions/feed-storage.md, "Windows").
  * - `firstMs`: the first window's width, below the newest point the page can start at.
  * - `growth`: each next window is this many times wider than the one before it…
- * - `widestMs`: …up to this width, about one monthly partition, so no window spans more
- *   than two partitions.
+ * - `widestMs`: …up to this width, about one monthly partition, so no window of the plan
+ *   spans more than two partitions (a paced one may: `WindowWalk.paceFor`).
  * - `probes`: the most windows one page reads. A page not full after them ends there, and
  *   says where to go on.
  */
@@ -98,7 +98,7 @@ function planReach(query: Pick<FeedQuery, 'after' | 'filters'>, nowMs: number, p
  * no overlap; none reaches below `reach`, the lowest edge of the plan's own windows
  * (`feedWindows`), so a page never looks further back than the plan would have. A skip
  * counts against the plan's probes like a window: a page makes at most `probes` queries
- * of windows and skips together.
+ * of windows and skips together. Pacing (`paceFor`) only widens the next window.
  */
 export interface WindowWalk {
   /** The next window, or undefined once the probes are spent or the reach is read. */
@@ -106,11 +106,12 @@ export interface WindowWalk {
   /** The newest matching event below the last window lies at `newestMs`: the next window reaches from that window's lower edge down past it, as wide as the next one would have been. */
   skipTo(newestMs: number): void;
   /**
-   * The page holds `found` events from the windows so far and still needs `needed`: the
-   * next window is made wide enough to hold them at the rate found so far, twice over,
-   * if that is wider than the plan's next one, and may then be wider than `widestMs`.
+   * The page holds `foundSoFar` events from all its windows and still needs `needed`: the
+   * next window is made wide enough to hold them twice over at the rate of the time the
+   * windows read (a skipped stretch, known empty, is not counted), if that is wider than
+   * the plan's next one; it may then be wider than `widestMs`.
    */
-  paceFor(found: number, needed: number): void;
+  paceFor(foundSoFar: number, needed: number): void;
   /** Whether a skip may follow the last window: the next would be the widest, and a probe is left for the skip and the window after it. */
   readonly canSkip: boolean;
   /** The lowest edge any window of this page may have; undefined when the plan reaches `since`, or 1900. */
@@ -121,9 +122,10 @@ export function windowWalk(query: Pick<FeedQuery, 'after' | 'filters'>, nowMs: n
   const reach = planReach(query, nowMs, plan);
   const floorMs = reach === undefined ? sinceMsOf(query) : storeTextMs(reach);
   let to: string | undefined;
-  const startMs = windowsStart(query, nowMs);
-  let topMs = startMs;
+  let topMs = windowsStart(query, nowMs);
   let width = plan.firstMs;
+  /** Milliseconds of time the windows handed out have covered, the stretches skipped over left out. */
+  let readMs = 0;
   let used = 0;
   let done = false;
   return {
@@ -133,12 +135,14 @@ export function windowWalk(query: Pick<FeedQuery, 'after' | 'filters'>, nowMs: n
       const fromMs = topMs - width;
       if (fromMs <= floorMs) {
         done = true;
+        readMs += topMs - floorMs;
         // The last window: down to the reach, or to `since` (whose own condition bounds the query).
         return { ...(reach === undefined ? {} : { from: reach }), ...(to === undefined ? {} : { to }) };
       }
       const from = msStoreText(fromMs);
       const window: FeedWindow = to === undefined ? { from } : { from, to };
       to = from;
+      readMs += topMs - fromMs;
       topMs = fromMs;
       width = Math.min(plan.widestMs, width * plan.growth);
       return window;
@@ -148,16 +152,19 @@ export function windowWalk(query: Pick<FeedQuery, 'after' | 'filters'>, nowMs: n
       // The millisecond after the event's own (store text is cut to milliseconds), so the window holds it.
       topMs = Math.min(topMs, Math.floor(newestMs) + 1);
     },
-    paceFor(found, needed) {
-      if (found <= 0 || needed <= 0) return;
+    paceFor(foundSoFar, needed) {
+      if (foundSoFar <= 0 || needed <= 0 || readMs <= 0) return;
       // A sparse scope (a device, a rare action) finds a few events a window: at the widest
       // width alone its page took up to the whole plan of probes, each a query's fixed cost.
-      width = Math.max(width, Math.ceil(((startMs - topMs) / found) * needed * PACE_MARGIN));
+      // A skipped stretch is left out of the rate: counted, a year-idle project's first
+      // events would pace the next window down to the reach.
+      width = Math.max(width, Math.ceil((readMs / foundSoFar) * needed * PACE_MARGIN));
     },
     get canSkip() {
       // Only once the widening has reached its widest: the narrow windows near the top stay
       // in the newest partition, where a skip over the whole reach would open a granule of
-      // every part down to it, the plain query's cost again, to save a window or two.
+      // every part down to it, the plain query's cost again, to save a window or two. A
+      // paced page gets there sooner: its windows are already as wide as its rate asks.
       return !done && width >= plan.widestMs && plan.probes - used >= 2;
     },
     reach,

@@ -61,11 +61,14 @@ describe('the gateway on a ClickHouse cluster, through Distributed tables [click
     expect(tables.find((t) => t.name === 'events')!.engine_full).to.match(/^Distributed\('gateway_cluster', '\w+', 'events_local', cityHash64\(org_id, project_id\)\)/);
   });
 
-  it("puts the live tail's ingestion-time skip index and the feed's project index on the local events table", async () => {
+  it("puts the live tail's ingestion-time skip index and the feed's project and filter indexes on the local events table", async () => {
     const indexes = await sql!.query<{ table: string; name: string; type: string }>(
-      "SELECT table, name, type FROM system.data_skipping_indices WHERE database = currentDatabase() AND name IN ('ingested_idx', 'project_idx') ORDER BY name",
+      "SELECT table, name, type FROM system.data_skipping_indices WHERE database = currentDatabase() AND table LIKE 'events%' AND type IN ('minmax', 'set') ORDER BY name",
     );
     expect(indexes).to.deep.equal([
+      { table: 'events_local', name: 'action_idx', type: 'set' },
+      { table: 'events_local', name: 'domain_idx', type: 'set' },
+      { table: 'events_local', name: 'entity_idx', type: 'set' },
       { table: 'events_local', name: 'ingested_idx', type: 'minmax' },
       { table: 'events_local', name: 'project_idx', type: 'set' },
     ]);

@@ -111,13 +111,11 @@ describeOnEachStore('feed: the skip indexes spare the granules that hold no matc
   it('keeps the granules that hold the project and the filter values it asks for', async () => {
     const query = await neighbours(false, { domain: 'telemetry', entity: 'reading', action: 'recorded' });
     const text = await plan(feedSql(query));
-    // The project index keeps its granule (and drops those of other tenants' parts where its key would fall)…
-    expect(stage(text, 'Name: project_idx').granules[0], 'project_idx').to.be.at.least(1);
-    // …and each filter index keeps all it is given.
-    for (const index of ['domain_idx', 'entity_idx', 'action_idx']) {
-      const [kept, given] = stage(text, `Name: ${index}`).granules;
-      expect(kept, index).to.be.at.least(1);
-      expect(kept, index).to.equal(given);
+    // Each index keeps the granule holding the project's matching rows (what else it is
+    // given, other tenants' granules where the key would fall, depends on the order the
+    // engine runs the indexes in).
+    for (const index of ['project_idx', 'domain_idx', 'entity_idx', 'action_idx']) {
+      expect(stage(text, `Name: ${index}`).granules[0], index).to.be.at.least(1);
     }
     expect(await sql.query(feedSql(query).sql, feedSql(query).params)).to.have.length(5);
   });

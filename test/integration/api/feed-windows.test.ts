@@ -343,6 +343,17 @@ describeOnEachStore('feed windows: the probes a page makes are bounded', (gatewa
     expect((await walk(store, scope, [10])).flat()).to.deep.equal((await walk(plain, scope, [10])).flat());
   });
 
+  it('paces a sparse page: once a window finds a few events, the next is sized for the rest, and the page is the plain query\'s', async function () {
+    this.timeout(120_000);
+    // An event every ten days, from a day back: 1 h, 8 h, then 64 h finds the first; unpaced,
+    // 21 days and 31 days at a time would find two or three a window.
+    const scope = await projectAt(Array.from({ length: 40 }, (_, i) => days(1 + i * 10)));
+    const { slice, queries } = await page(scope, 30);
+    expect(slice.events, 'a full page').to.have.length(31);
+    expect(queries, 'three windows, then two paced ones').to.be.at.most(5);
+    expect(await walk(store, scope, [30])).to.deep.equal(await walk(plain, scope, [30]));
+  });
+
   it('never makes more than the plan\'s probes and the one check below, on any history', async function () {
     this.timeout(300_000);
     // Sparse bursts far apart: every gap is a skip, and the probes run out before the page fills.

@@ -120,11 +120,28 @@ describe('feed windows', () => {
       const second = walk.next()!;
       // 3 events in the first 9 hours, 48 still needed: 9 h / 3 × 48 × 2 = 288 h.
       walk.paceFor(3, 48);
-      expect(walk.next()).to.deep.equal({ from: at(NOW - 9 * HOUR - 288 * HOUR), to: second.from });
-      // 1 event in 297 hours, 50 needed: 29,700 hours, past the widest (31 days), so down to the reach.
-      walk.paceFor(1, 50);
-      expect(walk.next()).to.deep.equal({ from: walk.reach, to: at(NOW - 297 * HOUR) });
+      const third = walk.next()!;
+      expect(third).to.deep.equal({ from: at(NOW - 297 * HOUR), to: second.from });
+      // 4 events in 297 hours, 47 needed: 6,979.5 hours, past the widest (31 days).
+      walk.paceFor(4, 47);
+      expect(walk.next()).to.deep.equal({ from: at(NOW - 297 * HOUR - 6979.5 * HOUR), to: third.from });
+      // 5 in 7,276.5 hours, 46 needed: further than the reach, so down to it, and the walk ends.
+      walk.paceFor(5, 46);
+      expect(walk.next()).to.deep.equal({ from: walk.reach, to: at(NOW - 7276.5 * HOUR) });
       expect(walk.next()).to.equal(undefined);
+    });
+
+    it('paces after a skip by the time its windows read, not the empty stretch it skipped', () => {
+      const walk = windowWalk({ after: undefined, filters: {} }, NOW);
+      for (let i = 0; i < 4; i += 1) walk.next();
+      // Empty down to 585 hours; the newest event below lies 100 days back.
+      walk.skipTo(NOW - 2400 * HOUR);
+      const fifth = walk.next()!;
+      expect(fifth.from).to.equal(at(NOW - 2400 * HOUR + 1 - 31 * 24 * HOUR));
+      // 20 events in the 585 + 744 hours read, 31 needed. Counting the 1,815 skipped hours
+      // too would have paced it past the reach.
+      walk.paceFor(20, 31);
+      expect(walk.next()).to.deep.equal({ from: at(NOW - 2400 * HOUR + 1 - 744 * HOUR - Math.ceil(((1329 * HOUR) / 20) * 31 * 2)), to: fifth.from });
     });
 
     it('never paces a window narrower than the plan\'s next one', () => {
@@ -159,6 +176,7 @@ describe('feed windows', () => {
           }
           windows.push(...drain(walk));
           expect(windows.length + skips).to.be.at.most(WINDOW_PLAN.probes);
+          for (const w of windows) if (w.from !== undefined) expect(w.from >= walk.reach!, `${w.from} not below the reach`).to.equal(true);
           for (let i = 1; i < windows.length; i += 1) expect(windows[i]!.to).to.equal(windows[i - 1]!.from);
           const lowest = windows.at(-1)!.from;
           for (const point of points) {
