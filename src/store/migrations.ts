@@ -78,10 +78,12 @@ const TABLES: readonly TableSpec[] = [
       'project_idx project_id TYPE set(0) GRANULARITY 1',
       // The same for the feed's filters without an index of their own: a value that no
       // granule of the project holds (a filter that matches nothing) reads no granule.
-      // A granule holds few values of each: at most 256 are kept, past that it is read.
-      'domain_idx domain TYPE set(256) GRANULARITY 1',
-      'entity_idx entity TYPE set(256) GRANULARITY 1',
-      'action_idx action TYPE set(256) GRANULARITY 1',
+      // Exact sets: a capped set gives up on a granule holding more values than its cap
+      // (a granule shared with tenants writing many values), which is then always read.
+      // These columns are vocabularies, so the sets stay small.
+      'domain_idx domain TYPE set(0) GRANULARITY 1',
+      'entity_idx entity TYPE set(0) GRANULARITY 1',
+      'action_idx action TYPE set(0) GRANULARITY 1',
     ],
     // A ReplacingMergeTree refuses projections unless merges say what to do with them: rebuild them from the merged rows.
     settings: ["deduplicate_merge_projection_mode = 'rebuild'"],

@@ -5,7 +5,7 @@ const TABLES = ['events', 'idempotency_keys', 'command_log'];
 const CREATED = /^CREATE TABLE IF NOT EXISTS (\w+)/;
 const INGESTED_INDEX = 'ADD INDEX IF NOT EXISTS ingested_idx ingested_at TYPE minmax GRANULARITY 1';
 const PROJECT_INDEX = 'ADD INDEX IF NOT EXISTS project_idx project_id TYPE set(0) GRANULARITY 1';
-const FILTER_INDEXES = ['domain', 'entity', 'action'].map((column) => `ADD INDEX IF NOT EXISTS ${column}_idx ${column} TYPE set(256) GRANULARITY 1`);
+const FILTER_INDEXES = ['domain', 'entity', 'action'].map((column) => `ADD INDEX IF NOT EXISTS ${column}_idx ${column} TYPE set(0) GRANULARITY 1`);
 const PROJECTION_MODE = "MODIFY SETTING deduplicate_merge_projection_mode = 'rebuild'";
 const DEVICE_PROJECTION = 'ADD PROJECTION IF NOT EXISTS by_device (SELECT * ORDER BY (org_id, project_id, device_id, occurred_at, id))';
 const ALTERS = [INGESTED_INDEX, PROJECT_INDEX, ...FILTER_INDEXES, PROJECTION_MODE, DEVICE_PROJECTION];
