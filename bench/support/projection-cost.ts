@@ -12,7 +12,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Session } from 'chdb';
+import { drainPending, Session } from 'chdb';
 import { feedSql } from '../../src/store/clickhouse-event-store.js';
 import { storableEvent } from '../../src/store/event-rows.js';
 import { eventRowText } from '../../src/store/event-row-text.js';
@@ -62,6 +62,8 @@ for (const [name, projection] of Object.entries(VARIANTS)) {
     console.log(JSON.stringify({ variant: name, events: Number(count), insertRowsPerSecond: Math.round(Number(count) / insertSeconds), devicePage: device, projectPage: project }));
   } finally {
     session.close();
+    // The engine binds one data directory per process: the next variant's opens once this one has let go.
+    await drainPending();
     rmSync(dir, { recursive: true, force: true });
   }
 }
