@@ -93,7 +93,15 @@ export function createFirstPageCache<T>(options: FirstPageCacheOptions): FirstPa
 /** Drops the cached pages of the projects this process writes, whenever a write ends (src/feed/stored-batches.ts). */
 export function dropPagesOnWrites(stored: Pick<StoredBatches, 'onStored'>, cache: Pick<FirstPageCache<unknown>, 'invalidate'>): () => void {
   return stored.onStored((_at, events) => {
-    const owners = new Map(events.map((e) => [ownerKey({ orgId: e.head.org_id, projectId: e.head.project_id }), e.head]));
-    for (const head of owners.values()) cache.invalidate({ orgId: head.org_id, projectId: head.project_id });
+    // A write holds many events of few projects: per event only lookups, since a key built
+    // per event was 7% of a consumer's CPU (its garbage included).
+    const seen = new Map<string, Set<string>>();
+    for (const { head } of events) {
+      let projects = seen.get(head.org_id);
+      if (projects === undefined) seen.set(head.org_id, (projects = new Set()));
+      if (projects.has(head.project_id)) continue;
+      projects.add(head.project_id);
+      cache.invalidate({ orgId: head.org_id, projectId: head.project_id });
+    }
   });
 }

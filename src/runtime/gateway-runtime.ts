@@ -58,7 +58,7 @@ function apiDependencies(
   config: Config,
   logger: Logger,
   env: CommandEnvironment,
-  parts: { idempotency: IdempotencyStore; store: EventStore; publisher: CommandPublisher; schemas: SchemaRegistry; metrics: GatewayMetrics; stored: StoredBatches; firstPages: FirstPageCache<FeedSlice> },
+  parts: { idempotency: IdempotencyStore; store: EventStore; publisher: CommandPublisher; schemas: SchemaRegistry; metrics: GatewayMetrics; stored: StoredBatches; firstPages: FirstPageCache<FeedSlice> | undefined },
 ): ApiDependencies {
   return {
     verifier: createVerifier(config, logger),
@@ -117,8 +117,9 @@ export async function startRuntime(config: Config, logger: Logger, env: CommandE
     // (docs/decisions/live-tail.md), and they drop the first pages kept of their projects.
     const stored = createStoredBatches();
     const store = stored.observe(createClickHouseEventStore(transport));
-    const firstPages = createFirstPageCache<FeedSlice>({ maxAgeMs: config.feedFirstPageMaxAgeMs });
-    dropPagesOnWrites(stored, firstPages);
+    // Only a process that serves the feed keeps pages, and only when they may be kept: a consumer's every write would otherwise pay for a cache nobody reads.
+    const firstPages = config.role !== 'consumer' && config.feedFirstPageMaxAgeMs > 0 ? createFirstPageCache<FeedSlice>({ maxAgeMs: config.feedFirstPageMaxAgeMs }) : undefined;
+    if (firstPages !== undefined) dropPagesOnWrites(stored, firstPages);
     const ingestor = createEventIngestor({ store, schemas });
     const metrics = createGatewayMetrics();
     let closing = false;

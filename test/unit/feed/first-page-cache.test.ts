@@ -92,6 +92,24 @@ describe('first page cache', () => {
     expect(memory.reads.map((q) => q.projectId)).to.deep.equal([project, other, project]);
   });
 
+  it("drops, for one write of many events, each of its projects' pages once, a project id in two organizations being two projects", async () => {
+    const stored = createStoredBatches();
+    const dropped: string[] = [];
+    dropPagesOnWrites(stored, { invalidate: ({ orgId, projectId }) => dropped.push(`${orgId}/${projectId}`) });
+    const [orgA, orgB, project, other] = [uuid(), uuid(), uuid(), uuid()];
+    const store = stored.observe({ insertEvents: async () => undefined } as unknown as EventStore);
+    const events = [
+      [orgA, project],
+      [orgA, project],
+      [orgB, project],
+      [orgA, other],
+      [orgA, project],
+      [orgB, project],
+    ].map(([org_id, project_id]) => storableEvent(canonicalEvent({ org_id: org_id!, project_id: project_id! })));
+    await store.insertEvents(events);
+    expect(dropped).to.deep.equal([`${orgA}/${project}`, `${orgB}/${project}`, `${orgA}/${other}`]);
+  });
+
   it('does not keep a read that a write of its project overtook', async () => {
     const { memory, feed, write, firstPages } = setup(60_000);
     const [org, project] = [uuid(), uuid()];
