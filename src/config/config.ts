@@ -165,6 +165,8 @@ export interface Config {
     readonly maxInFlightBytes: number;
     /** A partition with fetched events whose commit has not moved for this long is stalled: /metrics and /readyz say so (INGEST_STALL_MS). */
     readonly stallMs: number;
+    /** Most bytes of one partition's records in one fetch, as the broker keeps them: compressed (INGEST_FETCH_PARTITION_BYTES). */
+    readonly fetchPartitionBytes: number;
   };
   /** The live tail, GET .../events/stream (docs/decisions/live-tail.md). */
   readonly liveTail: LiveTailConfig;
@@ -187,6 +189,8 @@ function parseIngest(env: Env): Config['ingest'] {
     maxInFlightBytes: integer(env, 'INGEST_MAX_IN_FLIGHT_BYTES', 4 * batchBytes, 64 * 1024, 8 * 1024 * 1024 * 1024),
     // Six times the store retry's longest backoff (10 s): a sick store shows within a minute, a slow insert does not.
     stallMs: integer(env, 'INGEST_STALL_MS', 60_000, 1000, 86_400_000),
+    // Counted compressed, as the broker stores it: why 1 MiB, in src/ingest/kafka-ingest-consumer.ts (fetchBytes).
+    fetchPartitionBytes: integer(env, 'INGEST_FETCH_PARTITION_BYTES', 1024 * 1024, 64 * 1024, 64 * 1024 * 1024),
   };
 }
 

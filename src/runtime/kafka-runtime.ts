@@ -114,6 +114,7 @@ export async function startIngestConsumer(
     batchWaitMs: config.ingest.batchWaitMs,
     maxInFlightEvents: config.ingest.maxInFlightEvents,
     maxInFlightBytes: config.ingest.maxInFlightBytes,
+    fetchPartitionBytes: config.ingest.fetchPartitionBytes,
     compression: config.kafka.compression,
     sessionTimeoutMs: config.kafka.sessionTimeoutMs,
     logger,

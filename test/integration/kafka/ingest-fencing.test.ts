@@ -82,6 +82,7 @@ describeOnEachStore('ingest under rebalances and a failing store', function (sui
       batchWaitMs: 20,
       maxInFlightEvents: 400,
       maxInFlightBytes: 4 * 1024 * 1024,
+      fetchPartitionBytes: 1024 * 1024,
       stallMs,
       sessionTimeoutMs: 10_000,
       logger: createLogger('silent'),

@@ -76,6 +76,7 @@ describeOnEachStore('ingest while the store is failing', function (suite) {
       batchWaitMs: 20,
       maxInFlightEvents: 4000,
       maxInFlightBytes: 4 * 1024 * 1024,
+      fetchPartitionBytes: 1024 * 1024,
       stallMs: 60_000,
       sessionTimeoutMs: 10_000,
       logger: createLogger('silent'),
