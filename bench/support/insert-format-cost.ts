@@ -5,11 +5,12 @@
  * settings (INSERT_SETTINGS), as JSONEachRow parsed in parallel (the engine's default),
  * and as RowBinary and Native, the binary bodies encoded by the server itself from the
  * stored rows so that no encoder of ours is measured. Each variant writes a fresh copy of
- * the product's table, after the server's merges have settled, the variants taking turns
- * for ROUNDS rounds so that the machine's drift falls on each. The server's CPU is read
- * from /proc around each variant; the client is this process, and its CPU is not counted.
- * Prints one JSON line per round and variant, then each variant's mean server CPU per
- * event and wall time over the product's.
+ * the product's table with its merges stopped (a faster variant would otherwise leave
+ * more of its merges outside its window), once the server's other merges have settled,
+ * the variants taking turns for ROUNDS rounds so that the machine's drift falls on each.
+ * The server's CPU is read from /proc around each variant; the client is this process,
+ * and its CPU is not counted. Prints one JSON line per round and variant, then each
+ * variant's mean server CPU per event and wall time over the product's.
  *   node --import tsx bench/support/insert-format-cost.ts [COUNT] [ROUNDS]
  */
 import { randomUUID } from 'node:crypto';
@@ -78,6 +79,7 @@ try {
     for (const [name, variant] of Object.entries(VARIANTS)) {
       const table = `copy_${round}_${variant.format}_${Object.keys(results).length}_${randomUUID().slice(0, 8)}`;
       await ch.command({ query: `CREATE TABLE ${table} AS events` });
+      await ch.command({ query: `SYSTEM STOP MERGES ${table}` });
       await mergesSettled(ch);
       const cpuBefore = cpuSeconds(pid);
       const started = performance.now();

@@ -190,7 +190,7 @@ function parseIngest(env: Env): Config['ingest'] {
     // Six times the store retry's longest backoff (10 s): a sick store shows within a minute, a slow insert does not.
     stallMs: integer(env, 'INGEST_STALL_MS', 60_000, 1000, 86_400_000),
     // Counted compressed, as the broker stores it: why 1 MiB, in src/ingest/kafka-ingest-consumer.ts (fetchBytes).
-    fetchPartitionBytes: integer(env, 'INGEST_FETCH_PARTITION_BYTES', 1024 * 1024, 64 * 1024, 64 * 1024 * 1024),
+    fetchPartitionBytes: integer(env, 'INGEST_FETCH_PARTITION_BYTES', 1024 * 1024, 64 * 1024, 16 * 1024 * 1024),
   };
 }
 

@@ -94,14 +94,15 @@ export function createFirstPageCache<T>(options: FirstPageCacheOptions): FirstPa
 export function dropPagesOnWrites(stored: Pick<StoredBatches, 'onStored'>, cache: Pick<FirstPageCache<unknown>, 'invalidate'>): () => void {
   return stored.onStored((_at, events) => {
     // A write holds many events of few projects: per event only lookups, since a key built
-    // per event was 7% of a consumer's CPU (its garbage included).
+    // per event was 6.6% of a consumer's CPU (its garbage included).
     const seen = new Map<string, Set<string>>();
     for (const { head } of events) {
       let projects = seen.get(head.org_id);
       if (projects === undefined) seen.set(head.org_id, (projects = new Set()));
       if (projects.has(head.project_id)) continue;
       projects.add(head.project_id);
-      cache.invalidate({ orgId: head.org_id, projectId: head.project_id });
+      // Pages are kept under the ids as the feed reads them, lowercase; an event may spell them in either case.
+      cache.invalidate({ orgId: head.org_id.toLowerCase(), projectId: head.project_id.toLowerCase() });
     }
   });
 }

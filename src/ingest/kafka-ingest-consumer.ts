@@ -35,7 +35,7 @@ export interface IngestConsumerOptions {
   readonly maxInFlightBytes: number;
   /** A partition whose fetched events have waited this long for a commit is stalled (INGEST_STALL_MS). */
   readonly stallMs: number;
-  /** Most bytes of one partition's records per fetch, compressed as stored (INGEST_FETCH_PARTITION_BYTES). */
+  /** Most bytes of one partition's records per fetch, compressed as stored: INGEST_FETCH_PARTITION_BYTES, or the largest record batch its topics accept if that is more. */
   readonly fetchPartitionBytes: number;
   /** Silence after which the group hands this member's partitions to another; heartbeats go every third of it. */
   readonly sessionTimeoutMs: number;
@@ -56,14 +56,10 @@ const BACKOFF_MS = { initial: 200, max: 10_000 };
  * message, a consumer of a steady trickle (the command topics under enrollments) fetched,
  * handled and committed a few messages at a time, and its fetches and commits slowed the
  * broker's acknowledgements of the very commands it was reading. The byte bounds count
- * records as the broker stores them, compressed, and kafkajs decodes a whole fetch before
- * it hands over any batch of it: at 4 MiB a partition and 32 MiB a fetch, one fetch of a
- * six-partition zstd topic held about 650,000 events, and the first was stored 6.6 s after
- * the process started against 2.6 s at 1 MiB and 8 MiB, its peak RSS 1.43 GB against 0.81
- * (three alternating runs of 1,000,000 events). A batch of an insert gathers from several
- * fetches and partitions, so the smaller fetch cost a six-partition topic no throughput
- * in those runs; a topic of one partition read 5-12% slower at 1 MiB than at 4 MiB
- * (two runs), which INGEST_FETCH_PARTITION_BYTES is there for.
+ * records compressed, as the broker stores them, and kafkajs decodes a whole fetch before
+ * it hands over any batch: why a partition's share is 1 MiB unless set, and what it cost
+ * at 4 MiB, is in docs/decisions/ingestion.md ("What a fetch brings"). A fetch asks for
+ * eight partitions' shares in all, more than the default six partitions of a topic take.
  */
 function fetchBytes(partitionBytes: number) {
   return { minBytes: 64 * 1024, maxBytesPerPartition: partitionBytes, maxBytes: 8 * partitionBytes };

@@ -47,12 +47,22 @@ export function sendBudget(maxMessageBytes: number): number {
   return Math.max(1, maxMessageBytes - BATCH_OVERHEAD_BYTES);
 }
 
-/** `max.message.bytes` of each topic the process writes: what one partition's batch may hold. */
+/** `max.message.bytes` of each topic the process reads or writes: what one partition's batch may hold. */
 export type MessageLimits = ReadonlyMap<string, number>;
 
 /** The limit of `topic`, Kafka's default where it was not read. */
 export function limitOf(limits: MessageLimits, topic: string): number {
   return limits.get(topic) ?? KAFKA_DEFAULT_MAX_MESSAGE_BYTES;
+}
+
+/**
+ * The bytes a fetch asks of each partition: `wanted`, but never less than the largest
+ * record batch the topics accept. The broker hands a batch larger than the bound whole
+ * only to the first partition of a fetch and cuts it for the others, which kafkajs drops:
+ * such a partition would move on only in the fetches that happen to list it first.
+ */
+export function fetchPartitionBytes(wanted: number, limits: MessageLimits, topics: readonly string[]): number {
+  return Math.max(wanted, ...topics.map((topic) => limitOf(limits, topic)));
 }
 
 const positive = (value: string | undefined): number | undefined => (value !== undefined && /^\d+$/.test(value) && Number(value) > 0 ? Number(value) : undefined);
@@ -79,6 +89,6 @@ export async function readMessageLimits(admin: Admin, topics: readonly string[],
     logger.warn({ err: error, topics: names, assumed: KAFKA_DEFAULT_MAX_MESSAGE_BYTES }, "could not read the topics' max.message.bytes; assuming Kafka's default");
   }
   for (const name of names) if (!limits.has(name)) limits.set(name, KAFKA_DEFAULT_MAX_MESSAGE_BYTES);
-  logger.info({ maxMessageBytes: Object.fromEntries(limits) }, 'largest record batch each written topic accepts');
+  logger.info({ maxMessageBytes: Object.fromEntries(limits) }, 'largest record batch each topic accepts');
   return limits;
 }

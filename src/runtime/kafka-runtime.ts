@@ -7,7 +7,7 @@ import { createIngestConsumer, type IngestConsumer } from '../ingest/kafka-inges
 import type { EventIngestor } from '../ingest/event-ingestor.js';
 import { createKafkaClient } from '../kafka/kafka-client.js';
 import { kafkaSecurityWarnings } from '../kafka/kafka-security.js';
-import { limitOf, readMessageLimits, type MessageLimits } from '../kafka/message-bytes.js';
+import { fetchPartitionBytes, limitOf, readMessageLimits, type MessageLimits } from '../kafka/message-bytes.js';
 import { firstContact, requireTopics, startupFailure, topicsOfRole } from '../kafka/kafka-start-checks.js';
 import { replicationFor, replicationShortfalls } from '../kafka/replication.js';
 import { ensureTopics } from '../kafka/topics.js';
@@ -66,7 +66,8 @@ export async function openKafka(config: KafkaRuntimeConfig, logger: Logger): Pro
     if (short.length > 0) {
       logger.warn({ topics: short, wanted: replication }, 'topics the gateway writes are replicated less than it asks for; acknowledged writes may sit on fewer brokers');
     }
-    messageLimits = await readMessageLimits(admin, topics.written, logger);
+    // The topics read too: a fetch must take their largest record batch whole.
+    messageLimits = await readMessageLimits(admin, topics.used, logger);
   } catch (error) {
     throw startupFailure(error, kafkaConfig);
   } finally {
@@ -97,14 +98,15 @@ export async function startIngestConsumer(
   metrics: GatewayMetrics,
   logger: Logger,
 ): Promise<IngestConsumer> {
+  const sources = [
+    ...config.topics.events.map((topic) => ({ topic, format: 'canonical-event' as const })),
+    ...commandTopics(config.topics).map(({ entry, topic }) => ({ topic, format: commandFormat(entry) })),
+  ];
   const consumer = createIngestConsumer({
     kafka: opened.kafka,
     metrics,
     groupId: config.kafka.consumerGroup,
-    sources: [
-      ...config.topics.events.map((topic) => ({ topic, format: 'canonical-event' as const })),
-      ...commandTopics(config.topics).map(({ entry, topic }) => ({ topic, format: commandFormat(entry) })),
-    ],
+    sources,
     deadLetterTopic: config.topics.deadLetter,
     deadLetterMaxBytes: limitOf(opened.messageLimits, config.topics.deadLetter),
     stallMs: config.ingest.stallMs,
@@ -114,7 +116,7 @@ export async function startIngestConsumer(
     batchWaitMs: config.ingest.batchWaitMs,
     maxInFlightEvents: config.ingest.maxInFlightEvents,
     maxInFlightBytes: config.ingest.maxInFlightBytes,
-    fetchPartitionBytes: config.ingest.fetchPartitionBytes,
+    fetchPartitionBytes: fetchPartitionBytes(config.ingest.fetchPartitionBytes, opened.messageLimits, sources.map(({ topic }) => topic)),
     compression: config.kafka.compression,
     sessionTimeoutMs: config.kafka.sessionTimeoutMs,
     logger,

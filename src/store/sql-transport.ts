@@ -18,10 +18,10 @@ export type SqlParams = Readonly<Record<string, SqlParam>>;
  *   RFC 3339, can be its row (src/store/event-row-text.ts). The store's own timestamp
  *   text reads the same under it.
  * - The partitions one insert may span: src/store/event-batches.ts splits below it.
- * - One thread parses the body. Split across threads, an ingest batch cost the server 14%
- *   more CPU per event (7.7 µs against 6.6, four alternating runs of 1,000,000 events) and
- *   took longer, its threads taking cores from the consumer and the broker; ingestion keeps
- *   two inserts in flight, which is all the parallelism it needs.
+ * - One thread parses the body. Split across threads, an ingest batch cost the server 8–16%
+ *   more CPU per event and took longer (docs/decisions/ingestion.md), its threads taking
+ *   cores from the consumer and the broker; ingestion keeps two inserts in flight, which
+ *   is the parallelism it needs.
  */
 export const INSERT_SETTINGS = {
   input_format_json_read_objects_as_strings: 1,

@@ -138,10 +138,10 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ INGEST_BATCH_BYTES: '1000' })).to.throw('INGEST_BATCH_BYTES: must be between 65536 and 1073741824, got 1000');
   });
 
-  it('fetches at most 1 MiB of a partition unless told, within 64 KiB and 64 MiB', () => {
+  it('fetches at most 1 MiB of a partition unless told, within 64 KiB and 16 MiB', () => {
     expect(loadConfig({}).ingest.fetchPartitionBytes).to.equal(1024 * 1024);
     expect(loadConfig({ INGEST_FETCH_PARTITION_BYTES: '4194304' }).ingest.fetchPartitionBytes).to.equal(4 * 1024 * 1024);
-    expect(() => loadConfig({ INGEST_FETCH_PARTITION_BYTES: '1000' })).to.throw('INGEST_FETCH_PARTITION_BYTES: must be between 65536 and 67108864, got 1000');
+    expect(() => loadConfig({ INGEST_FETCH_PARTITION_BYTES: '1000' })).to.throw('INGEST_FETCH_PARTITION_BYTES: must be between 65536 and 16777216, got 1000');
   });
 
   it('reads the live tail settings, with their defaults', () => {

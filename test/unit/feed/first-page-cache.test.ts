@@ -110,6 +110,16 @@ describe('first page cache', () => {
     expect(dropped).to.deep.equal([`${orgA}/${project}`, `${orgB}/${project}`, `${orgA}/${other}`]);
   });
 
+  it("drops a project's pages when this process writes events that spell its ids in upper case", async () => {
+    const { memory, feed, write } = setup(60_000);
+    const [org, project] = [uuid(), uuid()];
+    await write(org, project);
+    await feed.listEvents(page(org, project));
+    await write(org.toUpperCase(), project.toUpperCase());
+    await feed.listEvents(page(org, project));
+    expect(memory.reads, 'read again after the write').to.have.length(2);
+  });
+
   it('does not keep a read that a write of its project overtook', async () => {
     const { memory, feed, write, firstPages } = setup(60_000);
     const [org, project] = [uuid(), uuid()];
