@@ -59,10 +59,11 @@ const BACKOFF_MS = { initial: 200, max: 10_000 };
  * records compressed, as the broker stores them, and kafkajs decodes a whole fetch before
  * it hands over any batch: why a partition's share is 1 MiB unless set, and what it cost
  * at 4 MiB, is in docs/decisions/ingestion.md ("What a fetch brings"). A fetch asks for
- * eight partitions' shares in all, more than the default six partitions of a topic take.
+ * eight partitions' shares in all, more than the default six partitions of a topic take,
+ * below what the protocol's 32-bit field holds (a topic's limit may be far above 1 MiB).
  */
 function fetchBytes(partitionBytes: number) {
-  return { minBytes: 64 * 1024, maxBytesPerPartition: partitionBytes, maxBytes: 8 * partitionBytes };
+  return { minBytes: 64 * 1024, maxBytesPerPartition: partitionBytes, maxBytes: Math.min(8 * partitionBytes, 2 ** 31 - 1) };
 }
 
 /**
@@ -364,7 +365,7 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
       await supervised.start();
       watch = setInterval(reportStalls, Math.min(1000, Math.max(100, Math.floor(options.stallMs / 4))));
       watch.unref();
-      logger.info({ topics, groupId: options.groupId }, 'ingest consumer running');
+      logger.info({ topics, groupId: options.groupId, fetchPartitionBytes: options.fetchPartitionBytes }, 'ingest consumer running');
     },
     async stop() {
       stopping = true;

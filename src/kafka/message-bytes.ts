@@ -70,10 +70,12 @@ const positive = (value: string | undefined): number | undefined => (value !== u
 /**
  * Reads `max.message.bytes` of the topics (a topic without an override reports the
  * broker's `message.max.bytes`). Where the brokers do not say (no DescribeConfigs ACL, an
- * older broker), Kafka's default stands, with a warning: a send cut for it is only too
- * large where the operator raised no limit and lowered one below the default.
+ * older broker), Kafka's default stands, logged at `refusal`: for a topic written, a
+ * warning, since a send cut for the default is too large where the operator lowered the
+ * limit. One refused topic fails the whole request, so topics read and topics written are
+ * asked apart.
  */
-export async function readMessageLimits(admin: Admin, topics: readonly string[], logger: Logger): Promise<MessageLimits> {
+export async function readMessageLimits(admin: Admin, topics: readonly string[], logger: Logger, refusal: 'warn' | 'info' = 'warn'): Promise<MessageLimits> {
   const names = [...new Set(topics)];
   const limits = new Map<string, number>();
   try {
@@ -86,7 +88,7 @@ export async function readMessageLimits(admin: Admin, topics: readonly string[],
       if (value !== undefined) limits.set(resource.resourceName, value);
     }
   } catch (error) {
-    logger.warn({ err: error, topics: names, assumed: KAFKA_DEFAULT_MAX_MESSAGE_BYTES }, "could not read the topics' max.message.bytes; assuming Kafka's default");
+    logger[refusal]({ err: error, topics: names, assumed: KAFKA_DEFAULT_MAX_MESSAGE_BYTES }, "could not read the topics' max.message.bytes; assuming Kafka's default");
   }
   for (const name of names) if (!limits.has(name)) limits.set(name, KAFKA_DEFAULT_MAX_MESSAGE_BYTES);
   logger.info({ maxMessageBytes: Object.fromEntries(limits) }, 'largest record batch each topic accepts');

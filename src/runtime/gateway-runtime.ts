@@ -10,7 +10,7 @@ import { createInProcessCommandPublisher } from '../commands/in-process-command-
 import type { Config } from '../config/config.js';
 import { createCursorCodec } from '../feed/cursor.js';
 import { createFeedService } from '../feed/feed-service.js';
-import { createFirstPageCache, dropPagesOnWrites, type FirstPageCache } from '../feed/first-page-cache.js';
+import { firstPagesOf, type FirstPageCache } from '../feed/first-page-cache.js';
 import { createLiveTail } from '../feed/live-tail.js';
 import { createStoredBatches, type StoredBatches } from '../feed/stored-batches.js';
 import { createApp, type ApiDependencies } from '../http/app.js';
@@ -86,18 +86,6 @@ function apiDependencies(
             clientAddressOf: createClientAddressOf(config.trustedProxies),
           },
   };
-}
-
-/**
- * The feed's first pages this process keeps, dropped on its own writes: none where it
- * serves no feed (ROLE=consumer) or may keep none (FEED_FIRST_PAGE_MAX_AGE_MS=0), since
- * following every write for a cache nobody reads cost a consumer 6.6% of its CPU.
- */
-export function firstPagesOf(config: Pick<Config, 'role' | 'feedFirstPageMaxAgeMs'>, stored: Pick<StoredBatches, 'onStored'>): FirstPageCache<FeedSlice> | undefined {
-  if (config.role === 'consumer' || config.feedFirstPageMaxAgeMs === 0) return undefined;
-  const firstPages = createFirstPageCache<FeedSlice>({ maxAgeMs: config.feedFirstPageMaxAgeMs });
-  dropPagesOnWrites(stored, firstPages);
-  return firstPages;
 }
 
 /**

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import type { Config } from '../../../src/config/config.js';
-import { firstPagesOf } from '../../../src/runtime/gateway-runtime.js';
+import { firstPagesOf } from '../../../src/feed/first-page-cache.js';
 
 /** Counts who follows the process's writes. */
 function writes() {
