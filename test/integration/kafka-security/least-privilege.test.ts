@@ -76,7 +76,17 @@ describe('least privilege: each role runs with exactly the ACLs docs/kafka-contr
       CURSOR_SECRET: randomBytes(32).toString('hex'),
       AUTH_JWT_SECRET,
     };
-    processes.push(await startGatewayProcess({ ...secureKafkaEnv('consumer'), ...common, ROLE: 'consumer' }));
+    const consumerProcess = await startGatewayProcess({ ...secureKafkaEnv('consumer'), ...common, ROLE: 'consumer' });
+    processes.push(consumerProcess);
+    // The limit of the topic it writes is read under its grants; those of the topics it reads it may not ask for, which costs no warning.
+    const lines = await waitFor('the consumer to log the limits it read', async () => {
+      const logged = consumerProcess.logLines();
+      return logged.some((line) => line['msg'] === 'ingest consumer running') ? logged : undefined;
+    });
+    const limits = lines.find((line) => line['msg'] === 'largest record batch each topic accepts' && d.deadLetter in ((line['maxMessageBytes'] as Record<string, number> | undefined) ?? {}));
+    expect(limits, "the dead-letter topic's limit read").to.not.equal(undefined);
+    const refused = lines.filter((line) => line['msg'] === "could not read the topics' max.message.bytes; assuming Kafka's default");
+    expect(refused.map((line) => [line['level'], line['topics']])).to.deep.equal([[30, [d.events, ...commandTopicList(d.commands)]]]);
     const gatewayProcess = await startGatewayProcess({ ...secureKafkaEnv('gateway'), ...common, ROLE: 'gateway' });
     processes.push(gatewayProcess);
     const gateway = remoteGateway(gatewayProcess.url, AUTH_JWT_SECRET);
