@@ -1,7 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import type { CanonicalEventPageResponse } from '../../src/generated/schema-types.js';
 import type { FeedFilters, FeedQuery } from '../../src/store/event-store.js';
-import { feedSql } from '../../src/store/clickhouse-event-store.js';
+import { feedSql } from '../../src/store/feed-sql.js';
 import type { SqlParams } from '../../src/store/sql-transport.js';
 import { toStoreTimestamp } from '../../src/store/timestamps.js';
 import { autocannon, variedAutocannon } from '../support/autocannon.js';

@@ -6,7 +6,8 @@
  */
 import { loadConfig } from '../../src/config/config.js';
 import { openStore } from '../../src/runtime/store-runtime.js';
-import { createClickHouseEventStore, feedSql } from '../../src/store/clickhouse-event-store.js';
+import { createClickHouseEventStore } from '../../src/store/clickhouse-event-store.js';
+import { feedSql } from '../../src/store/feed-sql.js';
 import { storableEvent } from '../../src/store/event-rows.js';
 import { telemetry } from './bench-events.js';
 import { summarize } from './latency.js';

@@ -13,7 +13,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { drainPending, Session } from 'chdb';
-import { feedSql } from '../../src/store/clickhouse-event-store.js';
+import { feedSql } from '../../src/store/feed-sql.js';
 import { storableEvent } from '../../src/store/event-rows.js';
 import { eventRowText } from '../../src/store/event-row-text.js';
 import { migrationStatements } from '../../src/store/migrations.js';

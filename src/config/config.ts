@@ -11,6 +11,7 @@ import { certificatesFile, secretVariable } from './config-files.js';
 import { parseKafkaSecurity, type KafkaSecurityConfig } from '../kafka/kafka-security-config.js';
 import type { JwksSource } from '../auth/jwks-keys.js';
 import { COMPRESSION_NAMES, type CompressionName } from '../kafka/compression-codecs.js';
+import { PAGE_BATCHING } from '../store/batched-page-reads.js';
 
 export { ConfigError };
 
@@ -172,6 +173,8 @@ export interface Config {
   readonly liveTail: LiveTailConfig;
   /** How long after its store read began a feed first page may be served again from memory; 0: never (FEED_FIRST_PAGE_MAX_AGE_MS). */
   readonly feedFirstPageMaxAgeMs: number;
+  /** Batches of concurrent feed page reads the store answers at once; 0: every read alone (FEED_BATCHES_IN_FLIGHT). */
+  readonly feedBatchesInFlight: number;
 }
 
 function parseIngest(env: Env): Config['ingest'] {
@@ -561,6 +564,7 @@ export function loadConfig(env: Env): Config {
     shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
     // Off unless set: a kept page is served while the store is down, and shows other processes' writes late (docs/decisions/feed-storage.md, "First pages").
     feedFirstPageMaxAgeMs: integer(env, 'FEED_FIRST_PAGE_MAX_AGE_MS', 0, 0, 60_000),
+    feedBatchesInFlight: integer(env, 'FEED_BATCHES_IN_FLIGHT', PAGE_BATCHING.inFlight, 0, 64),
     ingest: parseIngest(env),
     liveTail: {
       settleMs: integer(env, 'STREAM_SETTLE_MS', 2000, 0, 600_000),

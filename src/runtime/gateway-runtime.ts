@@ -23,6 +23,7 @@ import { NotReady, type ReadinessProbe } from '../observability/readiness.js';
 import { createSchemaRegistry, type SchemaRegistry } from '../schemas/schema-registry.js';
 import { createClickHouseCommandLog } from '../store/clickhouse-command-log.js';
 import { createClickHouseEventStore } from '../store/clickhouse-event-store.js';
+import { pageBatchingOf } from '../store/batched-page-reads.js';
 import type { EventStore, FeedSlice } from '../store/event-store.js';
 import { rowRefusal } from '../store/store-refusal.js';
 import { createVerifier } from './auth-runtime.js';
@@ -116,7 +117,7 @@ export async function startRuntime(config: Config, logger: Logger, env: CommandE
     // This process's own inserts: the live tail reads right after they pass its horizon
     // (docs/decisions/live-tail.md), and they drop the first pages kept of their projects.
     const stored = createStoredBatches();
-    const store = stored.observe(createClickHouseEventStore(transport));
+    const store = stored.observe(createClickHouseEventStore(transport, { batching: pageBatchingOf(config) }));
     const firstPages = firstPagesOf(config, stored);
     const ingestor = createEventIngestor({ store, schemas });
     const metrics = createGatewayMetrics();

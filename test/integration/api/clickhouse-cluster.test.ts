@@ -1,6 +1,9 @@
 import { expect } from 'chai';
 import type { CanonicalEventPageResponse, EnrollmentAccepted } from '../../../src/generated/schema-types.js';
-import { feedSql } from '../../../src/store/clickhouse-event-store.js';
+import { feedSql } from '../../../src/store/feed-sql.js';
+import { PAGE_BATCHING } from '../../../src/store/batched-page-reads.js';
+import { createClickHouseEventStore } from '../../../src/store/clickhouse-event-store.js';
+import type { EventStore } from '../../../src/store/event-store.js';
 import { openStore } from '../../../src/runtime/store-runtime.js';
 import type { SqlTransport } from '../../../src/store/sql-transport.js';
 import { startClickHouseServer, type ClickHouseServerHandle } from '../../support/clickhouse-server.js';
@@ -117,6 +120,30 @@ describe('the gateway on a ClickHouse cluster, through Distributed tables [click
       await sql!.command('SYSTEM START MERGES events_local');
       await stream.close();
     }
+  });
+
+  it('reads the pages of many projects at once in batches through the Distributed table, each page as read alone', async () => {
+    const tenants = Array.from({ length: 8 }, () => gw!.tenant());
+    // A minute of history per project, ending a second ago: within the first windows.
+    const start = Date.now() - 61_000;
+    await gw!.seed(tenants.flatMap((t) => eventSeries(60, { org_id: t.orgId, project_id: t.projectId }, start)));
+    const batches: string[] = [];
+    const counted: SqlTransport = {
+      ...sql!,
+      query: (text, params) => {
+        if (text.includes('{r1_org_id:UUID}')) batches.push(text);
+        return sql!.query(text, params);
+      },
+    };
+    const now = Date.now();
+    const alone = createClickHouseEventStore(sql!, { now: () => now, batching: false });
+    const together = createClickHouseEventStore(counted, { now: () => now, batching: { ...PAGE_BATCHING, inFlight: 1 } });
+    const pages = (store: EventStore) =>
+      Promise.all(tenants.map(async (t) => (await store.listEvents({ orgId: t.orgId, projectId: t.projectId, filters: {}, after: undefined, limit: 20 })).events.map((e) => e.event)));
+    const expected = await pages(alone);
+    expect(expected.map((page) => page.length)).to.deep.equal(tenants.map(() => 20));
+    expect(await pages(together)).to.deep.equal(expected);
+    expect(batches.length, 'batches sent').to.be.above(0);
   });
 
   it("reads a feed page through the shard's primary key, in reverse order", async () => {

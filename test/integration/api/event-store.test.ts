@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import type { CanonicalEventPageResponse, EnrollmentAccepted } from '../../../src/generated/schema-types.js';
-import { feedSql } from '../../../src/store/clickhouse-event-store.js';
+import { feedSql } from '../../../src/store/feed-sql.js';
 import { openStore } from '../../../src/runtime/store-runtime.js';
 import type { SqlTransport } from '../../../src/store/sql-transport.js';
 import { canonicalEvent, eventSeries, uuid } from '../../support/factories.js';

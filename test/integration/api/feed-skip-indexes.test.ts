@@ -1,6 +1,7 @@
 import { expect } from 'chai';
 import { openStore } from '../../../src/runtime/store-runtime.js';
-import { createClickHouseEventStore, feedSql, olderEventSql } from '../../../src/store/clickhouse-event-store.js';
+import { createClickHouseEventStore } from '../../../src/store/clickhouse-event-store.js';
+import { feedSql, olderEventSql } from '../../../src/store/feed-sql.js';
 import { storableEvent } from '../../../src/store/event-rows.js';
 import type { FeedFilters, FeedQuery } from '../../../src/store/event-store.js';
 import type { SqlParams, SqlTransport } from '../../../src/store/sql-transport.js';

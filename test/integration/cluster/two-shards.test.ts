@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import type { CanonicalEventPageResponse, EnrollmentAccepted } from '../../../src/generated/schema-types.js';
 import { openStore } from '../../../src/runtime/store-runtime.js';
-import { feedSql } from '../../../src/store/clickhouse-event-store.js';
+import { feedSql } from '../../../src/store/feed-sql.js';
 import { WINDOW_PLAN, type FeedWindow } from '../../../src/store/feed-windows.js';
 import { createClickHouseServerTransport } from '../../../src/store/clickhouse-server-transport.js';
 import type { SqlTransport } from '../../../src/store/sql-transport.js';

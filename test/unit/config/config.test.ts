@@ -6,6 +6,7 @@ import { loadConfig } from '../../../src/config/config.js';
 import { configRefusal } from '../../support/config-refusal.js';
 import { clickHouseConnectionOptions } from '../../../src/store/clickhouse-connection-options.js';
 import { perTopicKey } from '../../../src/commands/catalogue.js';
+import { PAGE_BATCHING, pageBatchingOf } from '../../../src/store/batched-page-reads.js';
 
 const SECRET = 's'.repeat(32);
 
@@ -142,6 +143,13 @@ describe('loadConfig', () => {
     expect(loadConfig({}).ingest.fetchPartitionBytes).to.equal(1024 * 1024);
     expect(loadConfig({ INGEST_FETCH_PARTITION_BYTES: '4194304' }).ingest.fetchPartitionBytes).to.equal(4 * 1024 * 1024);
     expect(() => loadConfig({ INGEST_FETCH_PARTITION_BYTES: '1000' })).to.throw('INGEST_FETCH_PARTITION_BYTES: must be between 65536 and 16777216, got 1000');
+  });
+
+  it('sends feed page reads in two batches at once unless told, none at 0', () => {
+    expect(pageBatchingOf(loadConfig({}))).to.deep.equal(PAGE_BATCHING);
+    expect(pageBatchingOf(loadConfig({ FEED_BATCHES_IN_FLIGHT: '4' }))).to.deep.equal({ ...PAGE_BATCHING, inFlight: 4 });
+    expect(pageBatchingOf(loadConfig({ FEED_BATCHES_IN_FLIGHT: '0' }))).to.equal(false);
+    expect(() => loadConfig({ FEED_BATCHES_IN_FLIGHT: '65' })).to.throw('FEED_BATCHES_IN_FLIGHT: must be between 0 and 64, got 65');
   });
 
   it('reads the live tail settings, with their defaults', () => {

@@ -1,0 +1,165 @@
+import { expect } from 'chai';
+import type { CanonicalEvent } from '../../../src/generated/schema-types.js';
+import { openStore } from '../../../src/runtime/store-runtime.js';
+import { PAGE_BATCHING, type PageBatching } from '../../../src/store/batched-page-reads.js';
+import { createClickHouseEventStore } from '../../../src/store/clickhouse-event-store.js';
+import { storableEvent } from '../../../src/store/event-rows.js';
+import type { EventStore, FeedFilters, FeedQuery } from '../../../src/store/event-store.js';
+import type { WindowPlan } from '../../../src/store/feed-windows.js';
+import type { SqlTransport } from '../../../src/store/sql-transport.js';
+import { clickhouseException } from '../../../src/store/store-errors.js';
+import { toStoreTimestamp } from '../../../src/store/timestamps.js';
+import { canonicalEvent, uuid } from '../../support/factories.js';
+import type { TestGateway } from '../../support/test-gateway.js';
+import { describeOnEachStore } from './gateways.js';
+
+/** Windows from one second, four times wider each time, so a walk reads many windows and each can share a batch. */
+const WINDOWS: WindowPlan = { firstMs: 1000, growth: 4, widestMs: 1e12, probes: 40 };
+const NOW = Date.parse('2026-02-01T00:00:05Z');
+const EDGE = '2026-02-01T00:00:00.000000Z';
+const PROJECTS = 12;
+const FLEETS = [uuid(), uuid()];
+/** Hints learned by one walk would change the next walk's windows: every walk here starts from the plan. */
+const NO_HINTS = { plan: (_: FeedQuery, base: WindowPlan) => base, learn() {} };
+
+type Scope = Pick<FeedQuery, 'orgId' | 'projectId' | 'filters'>;
+
+const FILTERS: [string, FeedFilters][] = [
+  ['none', {}],
+  ['domain', { domain: 'devices' }],
+  ['fleet_id', { fleetId: FLEETS[0]! }],
+  ['since and until', { since: toStoreTimestamp('2026-01-31T23:59:30Z'), until: toStoreTimestamp('2026-02-01T00:00:02Z') }],
+  ['a filter nothing matches', { action: 'never-happened' }],
+];
+
+/** RFC 3339 text of `iso` moved by `micros` microseconds, at microsecond precision. */
+const at = (iso: string, micros = 0) => {
+  const total = Date.parse(iso) * 1000 + micros;
+  const ms = Math.floor(total / 1000);
+  return `${new Date(ms).toISOString().slice(0, 19)}.${String(total - Math.floor(ms / 1000) * 1_000_000).padStart(6, '0')}Z`;
+};
+
+/** Every field of every event of a walk's pages, page by page. */
+async function walk(store: EventStore, scope: Scope, limit: number): Promise<string[][]> {
+  const pages: string[][] = [];
+  let after: FeedQuery['after'];
+  for (let n = 0; n < 500; n += 1) {
+    const slice = await store.listEvents({ ...scope, after, limit: limit + 1 });
+    const page = slice.events.slice(0, limit);
+    pages.push(page.map((e) => JSON.stringify(e.event)));
+    after = slice.events.length > limit ? page.at(-1)!.position : slice.resumeAfter;
+    if (after === undefined) return pages;
+  }
+  throw new Error('the walk did not end in 500 pages');
+}
+
+describeOnEachStore('feed pages read together: each page is the page read alone', (gateway) => {
+  let gw: TestGateway;
+  let sql: SqlTransport;
+  let alone: EventStore;
+  const scopes: Scope[] = [];
+  /** The statements sent while a test ran: a batch names its reads' parameters r0_…, r1_…. */
+  let sent: string[] = [];
+  /** The engine's codes of the statements that failed. */
+  let failed: number[] = [];
+  let counted: SqlTransport;
+
+  before(async () => {
+    gw = await gateway();
+    sql = await openStore(gw.config);
+    counted = {
+      ...sql,
+      query: async (text, params) => {
+        sent.push(text);
+        try {
+          return await sql.query(text, params);
+        } catch (error) {
+          failed.push(clickhouseException(error)?.code ?? -1);
+          throw error;
+        }
+      },
+    };
+    alone = createClickHouseEventStore(sql, { now: () => NOW, windows: WINDOWS, hints: NO_HINTS, batching: false });
+    const writer = createClickHouseEventStore(sql);
+    const insert = (events: readonly CanonicalEvent[]) => writer.insertEvents(events.map(storableEvent));
+    // Each project: many events at one instant (a window edge), neighbours a microsecond
+    // either side, a minute of one a second, older events hours back, one dated ahead of
+    // the clock, and copies of some in parts of their own.
+    for (let p = 0; p < PROJECTS; p += 1) {
+      const base = { org_id: uuid(), project_id: uuid() };
+      const events: CanonicalEvent[] = [];
+      const add = (occurredAt: string) => {
+        const n = events.length;
+        events.push(canonicalEvent({ ...base, occurred_at: occurredAt, domain: ['telemetry', 'devices'][n % 2]!, fleet_id: FLEETS[Math.floor(n / 3) % 2]! }));
+      };
+      for (let i = 0; i < 20 + p; i += 1) add(EDGE);
+      add(at(EDGE, -1));
+      add(at(EDGE, 1));
+      for (let s = 0; s < 40; s += 1) add(new Date(Date.parse('2026-01-31T23:59:20Z') + s * 1000 + 250 + p).toISOString());
+      add('2026-01-31T20:00:00Z');
+      add('2026-03-01T00:00:00Z');
+      await insert(events);
+      await insert([events[0]!, events[20 + p]!, events[30]!]);
+      scopes.push({ orgId: base.org_id, projectId: base.project_id, filters: {} });
+    }
+  });
+
+  after(async () => {
+    await sql.close();
+  });
+
+  beforeEach(() => {
+    sent = [];
+    failed = [];
+  });
+
+  const batched = (batching: PageBatching) => createClickHouseEventStore(counted, { now: () => NOW, windows: WINDOWS, hints: NO_HINTS, batching });
+  const batches = () => sent.filter((text) => text.includes('{r1_org_id:UUID}')).length;
+
+  for (const [name, filters] of FILTERS) {
+    it(`walks of many projects at once give each project's pages as read alone, filter: ${name}`, async function () {
+      this.timeout(300_000);
+      for (const limit of [7, 50]) {
+        const expected = [];
+        for (const scope of scopes) expected.push(await walk(alone, { ...scope, filters }, limit));
+        // One batch at a time: every read that comes while it is out waits for the next.
+        const store = batched({ ...PAGE_BATCHING, inFlight: 1 });
+        const got = await Promise.all(scopes.map((scope) => walk(store, { ...scope, filters }, limit)));
+        expect(got, `pages of ${limit}`).to.deep.equal(expected);
+      }
+      expect(batches(), 'batches of reads sent').to.be.above(0);
+    });
+  }
+
+  it('reads each page alone when the store refuses a batch as larger than its reads may read', async function () {
+    this.timeout(300_000);
+    const expected = [];
+    for (const scope of scopes) expected.push(await walk(alone, scope, 10));
+    const store = batched({ ...PAGE_BATCHING, inFlight: 1, rowsPerRead: 1 });
+    const got = await Promise.all(scopes.map((scope) => walk(store, scope, 10)));
+    expect(got).to.deep.equal(expected);
+    expect(batches(), 'batches tried').to.be.above(0);
+    // Refused as TOO_MANY_ROWS, and for nothing else (a batch whose windows select no granule reads nothing, and passes).
+    expect(failed.length, 'batches refused').to.be.above(0);
+    expect(new Set(failed)).to.deep.equal(new Set([158]));
+  });
+
+  it('gives two walks of one project at once, with different filters and page sizes, their own pages', async function () {
+    this.timeout(300_000);
+    const [scope] = scopes;
+    const walks: [FeedFilters, number][] = [
+      [{}, 5],
+      [{}, 9],
+      [{ domain: 'telemetry' }, 4],
+      [{ fleetId: FLEETS[1]! }, 6],
+    ];
+    const expected = [];
+    for (const [filters, limit] of walks) expected.push(await walk(alone, { ...scope!, filters }, limit));
+    const store = batched({ ...PAGE_BATCHING, inFlight: 1 });
+    const others = scopes.slice(1).map((s) => walk(store, s, 8));
+    const got = await Promise.all(walks.map(([filters, limit]) => walk(store, { ...scope!, filters }, limit)));
+    await Promise.all(others);
+    expect(got).to.deep.equal(expected);
+    expect(failed).to.deep.equal([]);
+  });
+});
