@@ -43,7 +43,8 @@ interface Entry<T> {
   readonly readAt: number;
 }
 
-const ownerKey = (owner: PageOwner) => JSON.stringify([owner.orgId, owner.projectId]);
+/** Ids are UUIDs, which either case spells: a write that spells them in upper case drops the pages read under lower case. */
+const ownerKey = (owner: PageOwner) => JSON.stringify([owner.orgId.toLowerCase(), owner.projectId.toLowerCase()]);
 
 export function createFirstPageCache<T>(options: FirstPageCacheOptions): FirstPageCache<T> {
   if (!Number.isInteger(options.maxAgeMs) || options.maxAgeMs < 0) throw new Error('maxAgeMs must be a whole number of milliseconds, 0 or more');
@@ -103,8 +104,7 @@ export function dropPagesOnWrites(stored: Pick<StoredBatches, 'onStored'>, cache
       if (projects === undefined) seen.set(head.org_id, (projects = new Set()));
       if (projects.has(head.project_id)) continue;
       projects.add(head.project_id);
-      // Pages are kept under the ids as the feed reads them, lowercase; an event may spell them in either case.
-      cache.invalidate({ orgId: head.org_id.toLowerCase(), projectId: head.project_id.toLowerCase() });
+      cache.invalidate({ orgId: head.org_id, projectId: head.project_id });
     }
   });
 }

@@ -120,6 +120,17 @@ describe('first page cache', () => {
     expect(memory.reads, 'read again after the write').to.have.length(2);
   });
 
+  it('drops pages kept under ids in one case when told of a write under the other', async () => {
+    const cache = createFirstPageCache<number>({ maxAgeMs: 60_000 });
+    const [org, project] = [uuid(), uuid()];
+    let runs = 0;
+    const read = (owner: { orgId: string; projectId: string }) => cache.read(owner, 'first page', async () => (runs += 1));
+    await read({ orgId: org.toUpperCase(), projectId: project });
+    cache.invalidate({ orgId: org, projectId: project.toUpperCase() });
+    expect(await read({ orgId: org, projectId: project })).to.equal(2);
+    expect(runs).to.equal(2);
+  });
+
   it('does not keep a read that a write of its project overtook', async () => {
     const { memory, feed, write, firstPages } = setup(60_000);
     const [org, project] = [uuid(), uuid()];
