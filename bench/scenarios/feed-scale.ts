@@ -110,6 +110,11 @@ async function serverCounters(url: string): Promise<{ rows: number; queries: num
   return { rows: values['SelectedRows'] ?? 0, queries: values['SelectQuery'] ?? 0 };
 }
 
+/** Queries the server has refused as TOO_MANY_ROWS since it started: batches of page reads over their bound (src/store/batched-page-reads.ts). */
+async function refusedBatches(url: string): Promise<number> {
+  return Number((await runSql(url, 'system', 'SELECT sum(value) FROM system.errors WHERE code = 158')).trim());
+}
+
 /**
  * Waits until the server runs no query in the bench's database, twice in a row (the local
  * server's own clickhouse-local query, which keeps it up, runs for as long as it does).
@@ -223,9 +228,11 @@ export async function measureFeedAtScale(ctx: BenchContext, sizes: readonly numb
         const after = await serverCounters(ctx.clickhouseUrl);
         // Counting reads those counters once more: a SELECT of its own, a row per event name.
         const perPage = { rows: Math.round((after.rows - before.rows - 2) / sample.length), queries: (after.queries - before.queries - 1) / sample.length };
+        const refusedBefore = await refusedBatches(ctx.clickhouseUrl);
         const [load, cpu] = await withCpu(gateway.pid, () =>
           variedAutocannon({ urls: shape.requests.map((r) => r.url), orgIds: shape.requests.map((r) => r.orgId), headers: headers(org(0)), connections: CONNECTIONS, seconds: ctx.seconds }),
         );
+        const refused = (await refusedBatches(ctx.clickhouseUrl)) - refusedBefore;
         if (shape.name === 'first page of a project') firstPages[String(size)] = load.perSecond;
         rows.push({
           scenario: label,
@@ -235,7 +242,7 @@ export async function measureFeedAtScale(ctx: BenchContext, sizes: readonly numb
           ...latencies(load),
           baseline: { name: 'SELECT 1', value: select1.perSecond },
           target: shape.name.startsWith('first page of a project') && !shape.name.includes('idle') ? '≥ 0.5 of SELECT 1, p99 ≤ 250 ms' : '≥ 0.25 of SELECT 1, p99 ≤ 250 ms',
-          note: `${perPage.rows.toLocaleString('en-US')} rows read and ${perPage.queries.toFixed(1)} queries per page, ${alone.toFixed(1)} ms a page alone; ${load.requests} pages; gateway ${cpu.processCores.toFixed(2)} cores, load generator ${(load.generatorCores ?? NaN).toFixed(2)} of a core, machine ${Math.round(cpu.machineBusy * 100)}% busy`,
+          note: `${perPage.rows.toLocaleString('en-US')} rows read and ${perPage.queries.toFixed(1)} queries per page, ${alone.toFixed(1)} ms a page alone; ${load.requests} pages, ${refused} batches refused; gateway ${cpu.processCores.toFixed(2)} cores, load generator ${(load.generatorCores ?? NaN).toFixed(2)} of a core, machine ${Math.round(cpu.machineBusy * 100)}% busy`,
         });
       }
     } finally {

@@ -39,10 +39,17 @@ export const pageBatchingOf = (config: { readonly feedBatchesInFlight: number })
 
 /** The engine's TOO_MANY_ROWS: the batch's conditions select more rows than it may read. */
 const TOO_MANY_ROWS = 158;
+/** How long the projects of a batch the store refused read alone, and how many such projects are remembered. */
+const SOLO_MS = 60_000;
+const SOLO_CAPACITY = 10_000;
 
-interface Waiting {
+/** A read as a batch holds it. */
+export interface BatchedRead {
   readonly query: FeedQuery;
   readonly window: FeedWindow;
+}
+
+interface Waiting extends BatchedRead {
   readonly scope: string;
   readonly resolve: (rows: EventRow[]) => void;
   readonly reject: (error: unknown) => void;
@@ -61,24 +68,55 @@ const scopeOf = (orgId: string, projectId: string) => `${orgId.toLowerCase()} ${
  *
  * A batch holds one read per project (a project's rows are told apart by its ids), each
  * read's own conditions joined by OR, ordered by the whole sort key and cut per project at
- * the largest limit: each read gets exactly the rows it would have got alone. Reads of the
- * device_id filter (the projection's settings), reads with no lower window edge (their
- * range is the project's history) and a batch the store refuses as too large are sent alone.
+ * the largest limit: each read gets the rows it would have got alone. Sent alone, never
+ * held back: a read of a project that already has a read waiting (one hot project's pages
+ * would otherwise queue behind `inFlight` slots), a device_id read (the projection's
+ * settings), a read with no lower window edge (its range is the project's history), and
+ * for a minute the reads of the projects of a batch the store refused as too large. When
+ * the store fails a batch for anything but being unreachable, each of its reads is sent
+ * alone, so a batch's own failure (its size, its memory) fails no page.
  */
-export function batchedPageReads(transport: SqlTransport, alone: PageRead, batching: PageBatching = PAGE_BATCHING): PageRead {
+export function batchedPageReads(transport: SqlTransport, alone: PageRead, batching: PageBatching = PAGE_BATCHING, now: () => number = Date.now): PageRead {
+  for (const [name, value] of Object.entries(batching)) {
+    if (!Number.isInteger(value) || value < 1) throw new Error(`page batching: ${name} must be a whole number, 1 or more; got ${String(value)}`);
+  }
   const waiting: Waiting[] = [];
+  const waitingScopes = new Set<string>();
+  const soloUntil = new Map<string, number>();
   let inFlight = 0;
 
+  const readsAlone = (scope: string) => {
+    const until = soloUntil.get(scope);
+    if (until === undefined) return false;
+    if (until > now()) return true;
+    soloUntil.delete(scope);
+    return false;
+  };
+  const sendAlone = (read: Waiting) =>
+    Promise.resolve()
+      .then(() => alone(read.query, read.window))
+      .then(read.resolve, read.reject);
+
   const send = async (batch: readonly Waiting[]) => {
-    if (batch.length === 1) return batch[0]!.resolve(await alone(batch[0]!.query, batch[0]!.window));
+    if (batch.length === 1) return sendAlone(batch[0]!);
     let rows: EventRow[];
     try {
       const { sql, params } = batchSql(batch, batching.rowsPerRead * batch.length);
       rows = await transport.query<EventRow>(sql, params);
     } catch (error) {
-      if (clickhouseException(error)?.code !== TOO_MANY_ROWS) throw error;
+      const refused = clickhouseException(error);
+      if (refused === undefined) throw error;
+      if (refused.code === TOO_MANY_ROWS) {
+        // Which read holds the rows is not known: all of them read alone for a while, so
+        // a project that overflows every batch it joins costs one refusal a minute.
+        for (const read of batch) {
+          soloUntil.delete(read.scope);
+          soloUntil.set(read.scope, now() + SOLO_MS);
+        }
+        while (soloUntil.size > SOLO_CAPACITY) soloUntil.delete(soloUntil.keys().next().value!);
+      }
       // All at once, as they would have gone without batches; the slot is held until they end.
-      await Promise.all(batch.map((read) => alone(read.query, read.window).then(read.resolve, read.reject)));
+      await Promise.all(batch.map(sendAlone));
       return;
     }
     const byScope = new Map<string, EventRow[]>();
@@ -93,7 +131,8 @@ export function batchedPageReads(transport: SqlTransport, alone: PageRead, batch
 
   const dispatch = () => {
     while (inFlight < batching.inFlight && waiting.length > 0) {
-      const batch = takeBatch(waiting, batching.maxBatch);
+      const batch = waiting.splice(0, batching.maxBatch);
+      for (const read of batch) waitingScopes.delete(read.scope);
       inFlight += 1;
       void send(batch)
         .catch((error: unknown) => {
@@ -107,38 +146,25 @@ export function batchedPageReads(transport: SqlTransport, alone: PageRead, batch
   };
 
   return (query, window) => {
-    if (query.filters.deviceId !== undefined || window.from === undefined) return alone(query, window);
+    const scope = scopeOf(query.orgId, query.projectId);
+    if (query.filters.deviceId !== undefined || window.from === undefined || waitingScopes.has(scope) || readsAlone(scope)) return alone(query, window);
     return new Promise<EventRow[]>((resolve, reject) => {
-      waiting.push({ query, window, scope: scopeOf(query.orgId, query.projectId), resolve, reject });
+      waiting.push({ query, window, scope, resolve, reject });
+      waitingScopes.add(scope);
       dispatch();
     });
   };
-}
-
-/** The oldest waiting reads, one per project, up to `max`; a second read of a project waits for the next batch. */
-function takeBatch(waiting: Waiting[], max: number): Waiting[] {
-  const batch: Waiting[] = [];
-  const scopes = new Set<string>();
-  for (let i = 0; i < waiting.length && batch.length < max; ) {
-    const read = waiting[i]!;
-    if (scopes.has(read.scope)) {
-      i += 1;
-      continue;
-    }
-    scopes.add(read.scope);
-    batch.push(read);
-    waiting.splice(i, 1);
-  }
-  return batch;
 }
 
 /**
  * The reads' conditions, each under parameter names of its own, joined by OR. Ordered by
  * the whole sort key, descending, every project's rows are a run in feed order; LIMIT BY
  * cuts each run at the largest limit, and each read keeps its own. `max_rows_to_read` is
- * checked against the granules the conditions select, before any is read.
+ * checked against the granules the conditions select, before any is read (on one node; on
+ * a cluster each shard checks its own, and the initiator the total as rows arrive). No
+ * device_id read is ever batched, so the settings are those of every other read.
  */
-export function batchSql(batch: readonly Pick<Waiting, 'query' | 'window'>[], maxRows: number): { sql: string; params: Record<string, SqlParam> } {
+export function batchSql(batch: readonly BatchedRead[], maxRows: number): { sql: string; params: Record<string, SqlParam> } {
   const params: Record<string, SqlParam> = {};
   const alternatives = batch.map(({ query, window }, i) => {
     const own = pageConditions(query, window);
@@ -151,6 +177,6 @@ export function batchSql(batch: readonly Pick<Waiting, 'query' | 'window'>[], ma
     WHERE ${alternatives.join('\n      OR ')}
     ORDER BY org_id DESC, project_id DESC, occurred_at DESC, id DESC
     LIMIT {limit:UInt32} BY org_id, project_id
-    SETTINGS ${[...pageSettings(batch[0]!.query.filters), `max_rows_to_read = ${maxRows}`, "read_overflow_mode = 'throw'"].join(', ')}`;
+    SETTINGS ${[...pageSettings({}), `max_rows_to_read = ${maxRows}`, "read_overflow_mode = 'throw'"].join(', ')}`;
   return { sql, params };
 }

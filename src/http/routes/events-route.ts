@@ -31,7 +31,8 @@ export function registerEventsRoute(
       cursor: query.cursor,
       limit: query.limit,
     });
-    const body = success({ items: page.items }, page.meta);
+    // Encoded once, for the ETag and the response alike: Koa would encode an object again.
+    const body = JSON.stringify(success({ items: page.items }, page.meta));
     // A poller that sends the page's ETag back gets a 304 until the page changes.
     ctx.set('Cache-Control', 'private, no-cache');
     const etag = pageEtag(body);
@@ -40,6 +41,7 @@ export function registerEventsRoute(
       ctx.status = 304;
       return;
     }
+    ctx.type = 'application/json';
     ctx.body = body;
   });
 }
@@ -67,6 +69,6 @@ function noneMatch(header: string, etag: string): boolean {
   return header.split(',').some((tag) => tag.trim() === '*' || opaque(tag) === opaque(etag));
 }
 
-function pageEtag(body: object): string {
-  return `W/"${createHash('sha256').update(JSON.stringify(body)).digest('base64url').slice(0, 27)}"`;
+function pageEtag(body: string): string {
+  return `W/"${createHash('sha256').update(body).digest('base64url').slice(0, 27)}"`;
 }

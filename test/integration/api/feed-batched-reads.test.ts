@@ -27,6 +27,7 @@ type Scope = Pick<FeedQuery, 'orgId' | 'projectId' | 'filters'>;
 const FILTERS: [string, FeedFilters][] = [
   ['none', {}],
   ['domain', { domain: 'devices' }],
+  ['entity', { entity: 'policy' }],
   ['fleet_id', { fleetId: FLEETS[0]! }],
   ['since and until', { since: toStoreTimestamp('2026-01-31T23:59:30Z'), until: toStoreTimestamp('2026-02-01T00:00:02Z') }],
   ['a filter nothing matches', { action: 'never-happened' }],
@@ -90,7 +91,9 @@ describeOnEachStore('feed pages read together: each page is the page read alone'
       const events: CanonicalEvent[] = [];
       const add = (occurredAt: string) => {
         const n = events.length;
-        events.push(canonicalEvent({ ...base, occurred_at: occurredAt, domain: ['telemetry', 'devices'][n % 2]!, fleet_id: FLEETS[Math.floor(n / 3) % 2]! }));
+        events.push(
+          canonicalEvent({ ...base, occurred_at: occurredAt, domain: ['telemetry', 'devices'][n % 2]!, entity: ['reading', 'policy'][Math.floor(n / 2) % 2]!, fleet_id: FLEETS[Math.floor(n / 3) % 2]! }),
+        );
       };
       for (let i = 0; i < 20 + p; i += 1) add(EDGE);
       add(at(EDGE, -1));

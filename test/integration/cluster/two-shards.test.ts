@@ -2,6 +2,9 @@ import { expect } from 'chai';
 import type { CanonicalEventPageResponse, EnrollmentAccepted } from '../../../src/generated/schema-types.js';
 import { openStore } from '../../../src/runtime/store-runtime.js';
 import { feedSql } from '../../../src/store/feed-sql.js';
+import { PAGE_BATCHING } from '../../../src/store/batched-page-reads.js';
+import { createClickHouseEventStore } from '../../../src/store/clickhouse-event-store.js';
+import type { EventStore, FeedQuery } from '../../../src/store/event-store.js';
 import { WINDOW_PLAN, type FeedWindow } from '../../../src/store/feed-windows.js';
 import { createClickHouseServerTransport } from '../../../src/store/clickhouse-server-transport.js';
 import type { SqlTransport } from '../../../src/store/sql-transport.js';
@@ -181,6 +184,37 @@ describe('the gateway on two ClickHouse shards [cluster]', function () {
     // page's run out below the oldest event and ask once whether anything older exists.
     const queries = (await selectQueries(2)) - before - idle;
     expect(queries, 'queries on shard 2 while paging a shard-2 project').to.be.within(second.pages + 1, second.pages * (WINDOW_PLAN.probes + 1));
+  });
+
+  it('reads the pages of projects on both shards at once, in batches through the Distributed table, each page as read alone', async () => {
+    const tenants = [await tenantOn(1, 30), await tenantOn(2, 30), await tenantOn(1, 30), await tenantOn(2, 30)];
+    let batches = 0;
+    const counted: SqlTransport = {
+      ...entry,
+      query: (text, params) => {
+        if (text.includes('{r1_org_id:UUID}')) batches += 1;
+        return entry.query(text, params);
+      },
+    };
+    const now = Date.now();
+    const walk = async (store: EventStore, tenant: Tenant) => {
+      const pages: string[][] = [];
+      let after: FeedQuery['after'];
+      do {
+        const slice = await store.listEvents({ orgId: tenant.orgId, projectId: tenant.projectId, filters: {}, after, limit: 8 });
+        const page = slice.events.slice(0, 7);
+        pages.push(page.map((e) => e.event.id));
+        after = slice.events.length > 7 ? page.at(-1)!.position : slice.resumeAfter;
+      } while (after !== undefined);
+      return pages;
+    };
+    const alone = createClickHouseEventStore(entry, { now: () => now, batching: false });
+    const expected = [];
+    for (const tenant of tenants) expected.push(await walk(alone, tenant));
+    expect(expected.map((pages) => pages.flat().length)).to.deep.equal([30, 30, 30, 30]);
+    const together = createClickHouseEventStore(counted, { now: () => now, batching: { ...PAGE_BATCHING, inFlight: 1 } });
+    expect(await Promise.all(tenants.map((tenant) => walk(together, tenant)))).to.deep.equal(expected);
+    expect(batches, 'batches sent').to.be.above(0);
   });
 
   it('traverses a project by cursor with no gap and no repeat while ingestion runs on both shards', async () => {

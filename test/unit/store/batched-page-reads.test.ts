@@ -60,76 +60,130 @@ describe('feed page reads sent together', () => {
     expect(store.statements).to.deep.equal([]);
   });
 
-  it('sends the reads that came while a batch was out as one batch, one read per project, each cut at its own limit', async () => {
+  /** A reader with one batch slot, whose lone reads are held until released, in the order sent. */
+  function oneSlot(now: () => number = Date.now) {
     const store = heldStore();
-    const sentAlone: FeedQuery[] = [];
-    let releaseFirst: () => void = () => undefined;
-    const readAlone: PageRead = (query) => {
-      sentAlone.push(query);
-      return new Promise((resolve) => (releaseFirst = () => resolve([])));
-    };
-    const read = batchedPageReads(store.transport, readAlone, { ...PAGE_BATCHING, inFlight: 1 });
-    const first = read(pageQuery(), WINDOW);
+    const sentAlone: { query: FeedQuery; release: (rows?: EventRow[]) => void }[] = [];
+    const readAlone: PageRead = (query) => new Promise((resolve) => sentAlone.push({ query, release: (rows = []) => resolve(rows) }));
+    const read = batchedPageReads(store.transport, readAlone, { ...PAGE_BATCHING, inFlight: 1 }, now);
+    return { ...store, sentAlone, read };
+  }
+
+  it('sends the reads that came while a batch was out as one batch, each cut at its own limit, and a second read of a waiting project alone at once', async () => {
+    const { read, statements, sentAlone } = oneSlot();
+    const firstQuery = pageQuery();
+    const first = read(firstQuery, WINDOW);
     const a = pageQuery({ limit: 2 });
     const b = pageQuery({ limit: 5 });
-    // The same project as a, in upper case: it waits for the batch after.
+    // The same project as a, in upper case, while a waits: not held back behind it.
     const a2 = { ...a, orgId: a.orgId.toUpperCase(), projectId: a.projectId.toUpperCase(), filters: { domain: 'edge' } };
     const reads = [read(a, WINDOW), read(b, WINDOW), read(a2, WINDOW)];
     await settle();
-    expect(store.statements, 'nothing sent while the first read is out').to.deep.equal([]);
-    releaseFirst();
+    expect(statements, 'nothing batched while the first read is out').to.deep.equal([]);
+    expect(sentAlone.map((s) => s.query)).to.have.members([firstQuery, a2]);
+    for (const s of sentAlone) s.release(s.query === a2 ? [row(a, 9)] : []);
     await first;
     await settle();
-    expect(store.statements).to.have.length(1);
-    const batch = store.statements[0]!;
+    expect(statements).to.have.length(1);
+    const batch = statements[0]!;
     expect(batch.params).to.include({ r0_project_id: a.projectId, r1_project_id: b.projectId, limit: 5 });
     expect(batch.sql).to.include('LIMIT {limit:UInt32} BY org_id, project_id');
     // Rows come back grouped by project, up to the largest limit each.
     batch.answer([row(b, 0), row(b, 1), row(b, 2), row(a, 0), row(a, 1), row(a, 2)]);
-    await settle();
-    expect(store.statements, 'the second read of a project, alone in the next batch').to.have.length(1);
-    expect(sentAlone.map((q) => q.filters)).to.deep.equal([{}, { domain: 'edge' }]);
-    releaseFirst();
     const [gotA, gotB, gotA2] = await Promise.all(reads);
     expect(gotA).to.deep.equal([row(a, 0), row(a, 1)]);
     expect(gotB).to.deep.equal([row(b, 0), row(b, 1), row(b, 2)]);
-    expect(gotA2).to.deep.equal([]);
+    expect(gotA2).to.deep.equal([row(a, 9)]);
   });
 
   it('never holds back a device_id read or a read with no lower window edge', async () => {
-    const store = heldStore();
-    const read = batchedPageReads(store.transport, store.readAlone, { ...PAGE_BATCHING, inFlight: 1 });
-    const held = read(pageQuery(), WINDOW);
-    void read(pageQuery(), WINDOW);
-    await read(pageQuery({ filters: { deviceId: uuid() } }), WINDOW);
-    await read(pageQuery(), { to: WINDOW.from });
-    expect(store.alone).to.have.length(3);
-    await held;
+    const { read, statements, sentAlone } = oneSlot();
+    const [held, waits] = [pageQuery(), pageQuery()];
+    void read(held, WINDOW);
+    void read(waits, WINDOW);
+    const device = pageQuery({ filters: { deviceId: uuid() } });
+    const unbounded = pageQuery();
+    void read(device, WINDOW);
+    void read(unbounded, { to: WINDOW.from });
+    await settle();
+    // The first read holds the slot; the second waits for it; the other two went at once.
+    expect(sentAlone.map((s) => s.query)).to.have.members([held, device, unbounded]);
+    expect(statements).to.deep.equal([]);
   });
 
-  it('reads each page of a batch alone when the store refuses the batch as too many rows, and fails them all on any other error', async () => {
-    for (const [code, expectAlone] of [
-      ['158', true],
-      ['241', false],
-    ] as const) {
-      const store = heldStore();
-      const firstQuery = pageQuery();
-      let release: () => void = () => undefined;
-      // The first read holds the one batch slot while the next two arrive.
-      const readAlone: PageRead = (query, window) =>
-        query === firstQuery ? new Promise((resolve) => (release = () => resolve([]))) : store.readAlone(query, window);
-      const read = batchedPageReads(store.transport, readAlone, { ...PAGE_BATCHING, inFlight: 1 });
-      const first = read(firstQuery, WINDOW);
-      const reads = [pageQuery(), pageQuery()].map((q) => read(q, WINDOW).then((rows) => ({ rows }), (error: unknown) => ({ error })));
+  for (const [failure, code, sentAloneAfter] of [
+    ['refused as too many rows', '158', true],
+    ['failed for its own size (memory)', '241', true],
+    ['unreachable', 'ECONNREFUSED', false],
+  ] as const) {
+    it(`when the store fails a batch as ${failure}, ${sentAloneAfter ? 'reads each of its pages alone' : 'fails its pages'}, and sends the next batch`, async () => {
+      const { read, statements, sentAlone } = oneSlot();
+      const first = read(pageQuery(), WINDOW);
+      const [x, y] = [pageQuery(), pageQuery()];
+      const outcomes = Promise.all([x, y].map((q) => read(q, WINDOW).then((rows) => ({ rows }), (error: unknown) => ({ error }))));
       await settle();
-      release();
+      sentAlone[0]!.release();
       await first;
       await settle();
-      const refusal = Object.assign(new Error(`Code: ${code}. DB::Exception`), { code });
-      store.statements[0]!.fail(refusal);
-      const outcomes = await Promise.all(reads);
-      if (expectAlone) expect(outcomes.map((o) => ('rows' in o ? o.rows.length : -1))).to.deep.equal([1, 1]);
-      else expect(outcomes.map((o) => ('error' in o ? o.error : undefined))).to.deep.equal([refusal, refusal]);
+      const error = Object.assign(new Error(`Code: ${code}. DB::Exception`), { code });
+      statements[0]!.fail(error);
+      await settle();
+      if (sentAloneAfter) {
+        expect(sentAlone.slice(1).map((s) => s.query)).to.deep.equal([x, y]);
+        for (const s of sentAlone.slice(1)) s.release([row(s.query, 1)]);
+        expect((await outcomes).map((o) => ('rows' in o ? o.rows.length : -1))).to.deep.equal([1, 1]);
+      } else {
+        expect((await outcomes).map((o) => ('error' in o ? o.error : undefined))).to.deep.equal([error, error]);
+      }
+      // The slot is free again: the next reads form a batch.
+      const next = [read(pageQuery(), WINDOW), read(pageQuery(), WINDOW), read(pageQuery(), WINDOW)];
+      await settle();
+      const alone = sentAlone.at(-1)!;
+      alone.release();
+      await settle();
+      expect(statements, 'a batch sent after the failure').to.have.length(2);
+      statements[1]!.answer([]);
+      await Promise.all(next);
+    });
+  }
+
+  it('reads the projects of a refused batch alone for a minute, then batches them again', async () => {
+    let clock = 1_000_000;
+    const { read, statements, sentAlone } = oneSlot(() => clock);
+    const [x, y] = [pageQuery(), pageQuery()];
+    const first = read(pageQuery(), WINDOW);
+    const refusedReads = [read(x, WINDOW), read(y, WINDOW)];
+    await settle();
+    sentAlone[0]!.release();
+    await first;
+    await settle();
+    statements[0]!.fail(Object.assign(new Error('Code: 158. DB::Exception: Limit for rows'), { code: '158' }));
+    await settle();
+    for (const s of sentAlone.slice(1)) s.release();
+    await Promise.all(refusedReads);
+    // The refused batch frees its slot once its lone reads have ended.
+    await settle();
+    const before = sentAlone.length;
+    void read(x, WINDOW);
+    void read(y, WINDOW);
+    expect(sentAlone.length - before, 'sent alone at once, within the minute').to.equal(2);
+    for (const s of sentAlone.slice(before)) s.release();
+    clock += 60_001;
+    const held = read(pageQuery(), WINDOW);
+    const again = [read(x, WINDOW), read(y, WINDOW)];
+    await settle();
+    sentAlone.at(-1)!.release();
+    await held;
+    await settle();
+    expect(statements, 'batched again after the minute').to.have.length(2);
+    statements[1]!.answer([]);
+    await Promise.all(again);
+  });
+
+  it('refuses batching values below one, which would hold reads forever', () => {
+    const store = heldStore();
+    for (const bad of [{ inFlight: 0 }, { maxBatch: 0 }, { rowsPerRead: 0.5 }]) {
+      expect(() => batchedPageReads(store.transport, store.readAlone, { ...PAGE_BATCHING, ...bad })).to.throw('page batching');
     }
   });
 
