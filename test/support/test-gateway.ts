@@ -83,9 +83,14 @@ export async function startTestGateway(extraEnv: Record<string, string> = {}): P
     },
     async restart(whileDown) {
       await runtime.close();
-      await whileDown?.();
-      runtime = await startRuntime(config, logger);
-      baseUrl = `${runtime.url}${API_PREFIX}`;
+      try {
+        await whileDown?.();
+      } finally {
+        // Up again even when whileDown failed: the suites share this gateway, and one test's
+        // failure must not turn every later test into a refused connection.
+        runtime = await startRuntime(config, logger);
+        baseUrl = `${runtime.url}${API_PREFIX}`;
+      }
     },
     async close() {
       await runtime.close();

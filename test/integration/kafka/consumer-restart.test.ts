@@ -4,6 +4,7 @@ import { waitFor } from '../../support/wait-for.js';
 import { feedSettlesAt } from './feed-helpers.js';
 import { committedToEnd } from '../../support/kafka-topics.js';
 import { describeOnEachStore, type KafkaSuite } from './kafka-suite.js';
+import { groupMembers } from './ingest-group.js';
 
 /** True once the ingest group has committed every partition of the events topic up to its end. */
 const groupCaughtUp = ({ kafka, topics, consumerGroup }: KafkaSuite) => committedToEnd(kafka, consumerGroup, topics.events);
@@ -24,6 +25,8 @@ describeOnEachStore('ingest consumer restarts', function (suite) {
 
     // While the consumer is down its group is rewound, as if it had died before committing.
     await gateway.restart(async () => {
+      // The broker takes the closed consumer's leave in its own time (a rebalance first); offsets can be reset only once the group is empty.
+      await waitFor('the ingest group empty', async () => ((await groupMembers(kafka, consumerGroup, topics.events)).state === 'Empty' ? true : undefined), 30_000, 100);
       const admin = kafka.admin();
       await admin.connect();
       await admin.resetOffsets({ groupId: consumerGroup, topic: topics.events, earliest: true });
