@@ -110,9 +110,9 @@ async function serverCounters(url: string): Promise<{ rows: number; queries: num
   return { rows: values['SelectedRows'] ?? 0, queries: values['SelectQuery'] ?? 0 };
 }
 
-/** Queries the server has refused as TOO_MANY_ROWS since it started: batches of page reads over their bound (src/store/batched-page-reads.ts). */
+/** Queries the server has refused for their size since it started (too many rows or bytes, the query's memory): batches of page reads over their bound (src/store/batched-page-reads.ts). */
 async function refusedBatches(url: string): Promise<number> {
-  return Number((await runSql(url, 'system', 'SELECT sum(value) FROM system.errors WHERE code = 158')).trim());
+  return Number((await runSql(url, 'system', 'SELECT sum(value) FROM system.errors WHERE code IN (158, 241, 307)')).trim());
 }
 
 /**

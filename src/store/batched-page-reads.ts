@@ -37,8 +37,24 @@ export const PAGE_BATCHING: PageBatching = { inFlight: 2, maxBatch: 32, rowsPerR
 export const pageBatchingOf = (config: { readonly feedBatchesInFlight: number }): PageBatching | false =>
   config.feedBatchesInFlight === 0 ? false : { ...PAGE_BATCHING, inFlight: config.feedBatchesInFlight };
 
-/** The engine's TOO_MANY_ROWS: the batch's conditions select more rows than it may read. */
+/** The engine's TOO_MANY_ROWS and TOO_MANY_BYTES: the batch selects more than it may read. */
 const TOO_MANY_ROWS = 158;
+const TOO_MANY_BYTES = 307;
+/** MEMORY_LIMIT_EXCEEDED is the batch's own when its text names the query's limit, the server's when it names the total. */
+const MEMORY_LIMIT_EXCEEDED = 241;
+
+/**
+ * Whether the store failed a batch for being a batch (its size), so its reads alone may
+ * well pass. Anything else (the store unreachable or overloaded, a shard down, the query
+ * cancelled) would fail the reads alone too, or worse, multiply the queries of a store
+ * that is refusing them: the batch's reads fail with its error.
+ */
+function failedForItsSize(error: unknown): boolean {
+  const e = clickhouseException(error);
+  if (e === undefined) return false;
+  if (e.code === TOO_MANY_ROWS || e.code === TOO_MANY_BYTES) return true;
+  return e.code === MEMORY_LIMIT_EXCEEDED && /\(for query\)/.test(e.message);
+}
 /** How long the projects of a batch the store refused read alone, and how many such projects are remembered. */
 const SOLO_MS = 60_000;
 const SOLO_CAPACITY = 10_000;
@@ -72,9 +88,9 @@ const scopeOf = (orgId: string, projectId: string) => `${orgId.toLowerCase()} ${
  * held back: a read of a project that already has a read waiting (one hot project's pages
  * would otherwise queue behind `inFlight` slots), a device_id read (the projection's
  * settings), a read with no lower window edge (its range is the project's history), and
- * for a minute the reads of the projects of a batch the store refused as too large. When
- * the store fails a batch for anything but being unreachable, each of its reads is sent
- * alone, so a batch's own failure (its size, its memory) fails no page.
+ * for a minute the reads of the projects of a batch the store refused as too large. A
+ * batch the store fails for its size (rows, bytes, the query's memory) sends its reads
+ * alone, so it fails no page; any other failure is every read's, as it would have been.
  */
 export function batchedPageReads(transport: SqlTransport, alone: PageRead, batching: PageBatching = PAGE_BATCHING, now: () => number = Date.now): PageRead {
   for (const [name, value] of Object.entries(batching)) {
@@ -104,17 +120,14 @@ export function batchedPageReads(transport: SqlTransport, alone: PageRead, batch
       const { sql, params } = batchSql(batch, batching.rowsPerRead * batch.length);
       rows = await transport.query<EventRow>(sql, params);
     } catch (error) {
-      const refused = clickhouseException(error);
-      if (refused === undefined) throw error;
-      if (refused.code === TOO_MANY_ROWS) {
-        // Which read holds the rows is not known: all of them read alone for a while, so
-        // a project that overflows every batch it joins costs one refusal a minute.
-        for (const read of batch) {
-          soloUntil.delete(read.scope);
-          soloUntil.set(read.scope, now() + SOLO_MS);
-        }
-        while (soloUntil.size > SOLO_CAPACITY) soloUntil.delete(soloUntil.keys().next().value!);
+      if (!failedForItsSize(error)) throw error;
+      // Which read holds the rows is not known: all of them read alone for a while, so a
+      // project that overflows every batch it joins costs one refusal a minute.
+      for (const read of batch) {
+        soloUntil.delete(read.scope);
+        soloUntil.set(read.scope, now() + SOLO_MS);
       }
+      while (soloUntil.size > SOLO_CAPACITY) soloUntil.delete(soloUntil.keys().next().value!);
       // All at once, as they would have gone without batches; the slot is held until they end.
       await Promise.all(batch.map(sendAlone));
       return;
@@ -131,8 +144,15 @@ export function batchedPageReads(transport: SqlTransport, alone: PageRead, batch
 
   const dispatch = () => {
     while (inFlight < batching.inFlight && waiting.length > 0) {
-      const batch = waiting.splice(0, batching.maxBatch);
-      for (const read of batch) waitingScopes.delete(read.scope);
+      const taken = waiting.splice(0, batching.maxBatch);
+      for (const read of taken) waitingScopes.delete(read.scope);
+      // A batch refused while these waited may have sent their projects to read alone.
+      const batch: Waiting[] = [];
+      for (const read of taken) {
+        if (readsAlone(read.scope)) void sendAlone(read);
+        else batch.push(read);
+      }
+      if (batch.length === 0) continue;
       inFlight += 1;
       void send(batch)
         .catch((error: unknown) => {

@@ -111,12 +111,16 @@ describe('feed page reads sent together', () => {
     expect(statements).to.deep.equal([]);
   });
 
-  for (const [failure, code, sentAloneAfter] of [
-    ['refused as too many rows', '158', true],
-    ['failed for its own size (memory)', '241', true],
-    ['unreachable', 'ECONNREFUSED', false],
+  for (const [failure, code, message, sentAloneAfter] of [
+    ['refused as too many rows', '158', 'Limit for rows exceeded', true],
+    ['refused as too many bytes', '307', 'Limit for rows or bytes to read exceeded', true],
+    ["over the query's memory", '241', 'Memory limit (for query) exceeded', true],
+    ["over the server's memory", '241', 'Memory limit (total) exceeded', false],
+    ['too many queries at once', '202', 'Too many simultaneous queries', false],
+    ['a shard down', '279', 'All connection tries failed', false],
+    ['unreachable', 'ECONNREFUSED', 'connect ECONNREFUSED', false],
   ] as const) {
-    it(`when the store fails a batch as ${failure}, ${sentAloneAfter ? 'reads each of its pages alone' : 'fails its pages'}, and sends the next batch`, async () => {
+    it(`when the store fails a batch as ${failure}, ${sentAloneAfter ? 'reads each of its pages alone, holding its slot until they end' : 'fails its pages'}, and sends the next batch`, async () => {
       const { read, statements, sentAlone } = oneSlot();
       const first = read(pageQuery(), WINDOW);
       const [x, y] = [pageQuery(), pageQuery()];
@@ -125,22 +129,26 @@ describe('feed page reads sent together', () => {
       sentAlone[0]!.release();
       await first;
       await settle();
-      const error = Object.assign(new Error(`Code: ${code}. DB::Exception`), { code });
+      const error = Object.assign(new Error(`Code: ${code}. DB::Exception: ${message}`), { code });
       statements[0]!.fail(error);
       await settle();
+      const nextQueries = [pageQuery(), pageQuery(), pageQuery()];
+      const next = nextQueries.map((q) => read(q, WINDOW));
+      await settle();
       if (sentAloneAfter) {
+        // The slot is held while they are out: the next reads wait.
         expect(sentAlone.slice(1).map((s) => s.query)).to.deep.equal([x, y]);
+        expect(statements, 'nothing sent while the lone reads are out').to.have.length(1);
         for (const s of sentAlone.slice(1)) s.release([row(s.query, 1)]);
         expect((await outcomes).map((o) => ('rows' in o ? o.rows.length : -1))).to.deep.equal([1, 1]);
       } else {
         expect((await outcomes).map((o) => ('error' in o ? o.error : undefined))).to.deep.equal([error, error]);
+        // The slot was free at once: the first next read took it, alone; none of the batch's went alone.
+        expect(sentAlone.map((s) => s.query)).to.deep.equal([sentAlone[0]!.query, nextQueries[0]]);
+        sentAlone[1]!.release();
       }
-      // The slot is free again: the next reads form a batch.
-      const next = [read(pageQuery(), WINDOW), read(pageQuery(), WINDOW), read(pageQuery(), WINDOW)];
       await settle();
-      const alone = sentAlone.at(-1)!;
-      alone.release();
-      await settle();
+      // The slot is free again: the waiting reads leave as one batch.
       expect(statements, 'a batch sent after the failure').to.have.length(2);
       statements[1]!.answer([]);
       await Promise.all(next);
@@ -166,7 +174,9 @@ describe('feed page reads sent together', () => {
     const before = sentAlone.length;
     void read(x, WINDOW);
     void read(y, WINDOW);
+    await settle();
     expect(sentAlone.length - before, 'sent alone at once, within the minute').to.equal(2);
+    expect(statements).to.have.length(1);
     for (const s of sentAlone.slice(before)) s.release();
     clock += 60_001;
     const held = read(pageQuery(), WINDOW);
