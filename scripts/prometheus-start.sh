@@ -126,8 +126,11 @@ PID="$(cat "$STATE_DIR/prometheus.pid" 2>/dev/null || true)"
 
 deadline=$((SECONDS + PROMETHEUS_START_TIMEOUT))
 until http_ok "$PROMETHEUS_PORT" /-/ready; do
-  if ! is_our_prometheus "$PID" "$DATA_DIR"; then
-    die "prometheus exited during start-up ($(grep -a 'level=error' "$LOG_FILE" | tail -n 1 | cut -c1-300)); read $LOG_FILE"
+  # Whether it is still there, not whose command line it shows: the pid is the bash that
+  # execs into prometheus, and its cmdline can read empty while that exec happens (a CI
+  # run died here with no error in the log).
+  if ! alive "$PID"; then
+    die "prometheus exited during start-up ($(grep -av '^$' "$LOG_FILE" | tail -n 2 | tr '\n' ' ' | cut -c1-400)); read $LOG_FILE"
   fi
   if (( SECONDS >= deadline )); then
     kill -TERM "$PID" 2>/dev/null || true
