@@ -89,7 +89,7 @@ export function olderEventSql(query: Pick<FeedQuery, 'orgId' | 'projectId' | 'fi
     where.push("occurred_at >= {since:DateTime64(6, 'UTC')}");
     params['since'] = query.filters.since;
   }
-  const sql = `SELECT 1 AS found FROM events WHERE ${where.join(' AND ')} LIMIT 1 SETTINGS ${[...FEED_SETTINGS, WITHOUT_PROJECTIONS].join(', ')}`;
+  const sql = `SELECT 1 AS found FROM events WHERE ${where.join(' AND ')} LIMIT 1 SETTINGS ${pageSettings({}).join(', ')}`;
   return { sql, params };
 }
 

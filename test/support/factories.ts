@@ -88,3 +88,10 @@ export function hs256Token(secret: string, options: TokenOptions = {}): Promise<
     ...(options.ttlSeconds === undefined ? {} : { ttlSeconds: options.ttlSeconds }),
   });
 }
+
+/** RFC 3339 text of `iso` moved by `micros` microseconds (either way), at microsecond precision. */
+export const microsFrom = (iso: string, micros = 0) => {
+  const total = Date.parse(iso) * 1000 + micros;
+  const ms = Math.floor(total / 1000);
+  return `${new Date(ms).toISOString().slice(0, 19)}.${String(total - Math.floor(ms / 1000) * 1_000_000).padStart(6, '0')}Z`;
+};

@@ -9,7 +9,7 @@ import type { WindowPlan } from '../../../src/store/feed-windows.js';
 import type { SqlTransport } from '../../../src/store/sql-transport.js';
 import { clickhouseException } from '../../../src/store/store-errors.js';
 import { toStoreTimestamp } from '../../../src/store/timestamps.js';
-import { canonicalEvent, uuid } from '../../support/factories.js';
+import { canonicalEvent, microsFrom, uuid } from '../../support/factories.js';
 import type { TestGateway } from '../../support/test-gateway.js';
 import { describeOnEachStore } from './gateways.js';
 
@@ -32,13 +32,6 @@ const FILTERS: [string, FeedFilters][] = [
   ['since and until', { since: toStoreTimestamp('2026-01-31T23:59:30Z'), until: toStoreTimestamp('2026-02-01T00:00:02Z') }],
   ['a filter nothing matches', { action: 'never-happened' }],
 ];
-
-/** RFC 3339 text of `iso` moved by `micros` microseconds, at microsecond precision. */
-const at = (iso: string, micros = 0) => {
-  const total = Date.parse(iso) * 1000 + micros;
-  const ms = Math.floor(total / 1000);
-  return `${new Date(ms).toISOString().slice(0, 19)}.${String(total - Math.floor(ms / 1000) * 1_000_000).padStart(6, '0')}Z`;
-};
 
 /** Every field of every event of a walk's pages, page by page. */
 async function walk(store: EventStore, scope: Scope, limit: number): Promise<string[][]> {
@@ -96,8 +89,8 @@ describeOnEachStore('feed pages read together: each page is the page read alone'
         );
       };
       for (let i = 0; i < 20 + p; i += 1) add(EDGE);
-      add(at(EDGE, -1));
-      add(at(EDGE, 1));
+      add(microsFrom(EDGE, -1));
+      add(microsFrom(EDGE, 1));
       for (let s = 0; s < 40; s += 1) add(new Date(Date.parse('2026-01-31T23:59:20Z') + s * 1000 + 250 + p).toISOString());
       add('2026-01-31T20:00:00Z');
       add('2026-03-01T00:00:00Z');

@@ -11,7 +11,7 @@ import { feedWindows, WINDOW_PLAN, type WindowPlan } from '../../../src/store/fe
 import { readDistinct } from '../../../src/store/fold-copies.js';
 import type { SqlParams, SqlTransport } from '../../../src/store/sql-transport.js';
 import { toStoreTimestamp } from '../../../src/store/timestamps.js';
-import { canonicalEvent, uuid } from '../../support/factories.js';
+import { canonicalEvent, microsFrom, uuid } from '../../support/factories.js';
 import type { TestGateway } from '../../support/test-gateway.js';
 import { describeOnEachStore } from './gateways.js';
 
@@ -66,12 +66,6 @@ async function walk(store: Pick<EventStore, 'listEvents'>, scope: Scope, limits:
   throw new Error('the walk did not end in 2000 pages');
 }
 
-/** RFC 3339 text of `iso` moved by `micros` microseconds (either way), at microsecond precision. */
-const at = (iso: string, micros = 0) => {
-  const total = Date.parse(iso) * 1000 + micros;
-  const ms = Math.floor(total / 1000);
-  return `${new Date(ms).toISOString().slice(0, 19)}.${String(total - Math.floor(ms / 1000) * 1_000_000).padStart(6, '0')}Z`;
-};
 
 /** Filter values that vary with different periods, so every filter picks a different mix. */
 function varied(base: Partial<CanonicalEvent>, n: number, occurredAt: string): CanonicalEvent {
@@ -138,19 +132,19 @@ describeOnEachStore('feed windows: bounded pages equal the plain query', (gatewa
     let n = 0;
     const add = (occurredAt: string) => events.push(varied(base, n++, occurredAt));
     for (let i = 0; i < 25; i += 1) add(EDGE);
-    add(at('2026-01-31T23:59:59.999Z', 999));
-    add(at(EDGE, 1));
+    add(microsFrom('2026-01-31T23:59:59.999Z', 999));
+    add(microsFrom(EDGE, 1));
     for (const edge of ['2026-02-01T00:00:04Z', '2026-01-31T23:59:44Z', '2026-01-31T23:58:40Z']) {
-      for (let i = 0; i < 6; i += 1) add(at(edge));
-      add(at(edge, -1));
-      add(at(edge, 1));
+      for (let i = 0; i < 6; i += 1) add(microsFrom(edge));
+      add(microsFrom(edge, -1));
+      add(microsFrom(edge, 1));
     }
     for (let s = 0; s < 40; s += 1) add(new Date(Date.parse('2026-01-31T23:59:20Z') + s * 1000 + 250).toISOString());
     add('2026-01-31T20:00:00Z');
     add('2026-01-31T10:00:00Z');
     add('2026-03-01T00:00:00Z');
     const sameIdAbove = events[0]!;
-    const sameIdBelow = { ...varied(base, n++, at('2026-01-31T23:59:59.999Z', 999)), id: sameIdAbove.id };
+    const sameIdBelow = { ...varied(base, n++, microsFrom('2026-01-31T23:59:59.999Z', 999)), id: sameIdAbove.id };
     events.push(sameIdBelow);
     await sql.command('SYSTEM STOP MERGES events');
     // Two halves in two parts, then copies of events at and around the edges, in parts of their own.
@@ -238,7 +232,7 @@ describeOnEachStore('feed windows: bounded pages equal the plain query', (gatewa
         fc.integer({ min: -5000, max: 5000 }),
         async (specs, limits, plan, [, filters], nowShift) => {
           const base = { org_id: uuid(), project_id: uuid() };
-          const events = specs.map((s, n) => varied(base, s.filterSeed + n, at(s.instant, s.micros)));
+          const events = specs.map((s, n) => varied(base, s.filterSeed + n, microsFrom(s.instant, s.micros)));
           // Copies in later inserts of their own: other parts, both sides of whatever edge falls near them.
           for (let copy = 1; copy <= 3; copy += 1) {
             const batch = events.filter((_, i) => specs[i]!.copies > copy - 1);
