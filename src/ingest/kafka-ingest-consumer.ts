@@ -290,8 +290,12 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
     batch.settled = link;
   }
 
-  /** The latest batch's payload: what commits go through for a batch kafkajs filtered out whole. */
-  let latestPayload: EachBatchPayload | undefined;
+  /**
+   * The latest batch's payload and its generation: what commits go through for a batch
+   * kafkajs filtered out whole. A payload of an earlier generation may be a replaced
+   * member's, whose commits the group refuses, so only the current generation's is used.
+   */
+  let latest: { readonly payload: EachBatchPayload; readonly generation: number } | undefined;
 
   /**
    * A fetch that held only transaction markers or aborted records reaches no handler:
@@ -300,15 +304,14 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
    * would stay one offset (its last marker) short of its end for good, shown as lag.
    */
   function onFilteredBatch(topic: string, partition: number, lastOffset: string): void {
-    const payload = latestPayload;
-    if (payload === undefined || stopping) return;
-    const batch: BatchContext = { topic, partition, payload, isStale: () => false };
-    trackCommit(batch, pipeline.generation(), NO_LOAD, (BigInt(lastOffset) + 1n).toString(), 0, Promise.resolve([]));
+    if (latest === undefined || latest.generation !== pipeline.generation() || stopping) return;
+    const batch: BatchContext = { topic, partition, payload: latest.payload, isStale: () => false };
+    trackCommit(batch, latest.generation, NO_LOAD, (BigInt(lastOffset) + 1n).toString(), 0, Promise.resolve([]));
   }
 
   async function eachBatch(payload: EachBatchPayload): Promise<void> {
     const { batch } = payload;
-    latestPayload = payload;
+    latest = { payload, generation: pipeline.generation() };
     if (batch.messages.length === 0) return;
     const format = formats.get(batch.topic) ?? 'canonical-event';
     const messages: RawEventMessage[] = batch.messages.map((m) => new ConsumedMessage(format, m, batch.topic, batch.partition));

@@ -34,7 +34,7 @@ export interface SupervisedConsumer {
   stop(): Promise<void>;
 }
 
-// A consumer kafkajs gave up on is replaced after this pause, and again after it if the new one cannot start.
+// A crashed or rejoining member is replaced after this pause, and again after it if the new one cannot start.
 const REPLACE_AFTER_MS = 1000;
 
 /** kafkajs's own test for an error that means "the group is rebalancing" (its src/errors.js isRebalancing). */
@@ -43,16 +43,34 @@ export function isRebalancing(error: unknown): boolean {
   return type === 'REBALANCE_IN_PROGRESS' || type === 'NOT_COORDINATOR_FOR_GROUP' || type === 'ILLEGAL_GENERATION';
 }
 
+/** One kafkajs consumer in the group, and its start: connect, subscribe, and run up to its first join (or kafkajs giving the join up). */
+interface Member {
+  readonly consumer: Consumer;
+  /** Unset until start(), for the first member. */
+  started?: Promise<void>;
+  /** Set by the first leave(); later ones wait on it. */
+  left?: Promise<void>;
+}
+
 /**
- * One kafkajs consumer in the group, kept alive: kafkajs restarts a consumer only after an
- * error it deems retriable, and after any other (seen once after a broker outage) it
- * disconnects for good, which would stop ingestion in silence. Such a consumer is replaced
- * by a new one in the same group. Every rebalance is reported through `onRebalance`.
+ * One member of the group at a time, kept alive. kafkajs restarts a consumer on its own only
+ * after an error it deems retriable, and after any other (seen once after a broker outage) it
+ * disconnects for good, which would stop ingestion in silence. Here kafkajs never restarts
+ * one: every crashed consumer is replaced by a new one in the same group, through the same
+ * start as the first, so each start is one this module can wait for.
+ *
+ * That wait is what keeps the group free of members nobody owns. A kafkajs consumer
+ * disconnected while its first join is in flight does not stop: its runner is not yet
+ * marked running, so the disconnect skips it and drops the reference, and when the join
+ * answers the runner fetches, heartbeats and holds partitions for ever while nothing commits
+ * them (kafkajs 2.2.4, runner.js start/stop). So a member leaves only once its start has
+ * settled. Every rebalance is reported through `onRebalance`.
  */
 export function createSupervisedConsumer(options: SupervisedConsumerOptions): SupervisedConsumer {
   const { logger } = options;
   let stopping = false;
   let replacement: NodeJS.Timeout | undefined;
+  const leaving = new Set<Promise<void>>();
 
   const newConsumer = (): Consumer => {
     const fresh = options.kafka.consumer({
@@ -64,80 +82,125 @@ export function createSupervisedConsumer(options: SupervisedConsumerOptions): Su
       minBytes: options.fetch.minBytes,
       maxBytesPerPartition: options.fetch.maxBytesPerPartition,
       maxBytes: options.fetch.maxBytes,
-      // After a crash (the broker gone, say) kafkajs restarts the consumer on a timer that
-      // it arms after asking this; a stop() that came in between would clear no timer and
-      // leave the restart reconnecting forever. So a stopping consumer never restarts.
-      retry: { restartOnFailure: async () => !stopping },
+      // kafkajs's own restart runs a new first join from a timer of its own: a leave could
+      // not wait for that join, and a disconnect during it would leave the member behind.
+      retry: { restartOnFailure: async () => false },
     });
+    // A member being left is no longer current: its join or its filtered batch after the
+    // fence would otherwise be taken for the next member's.
+    const current = () => member.consumer === fresh && member.left === undefined;
+    // kafkajs has already disconnected a crashed consumer when it reports the crash.
     fresh.on(fresh.events.CRASH, ({ payload }) => {
-      if (payload.restart || stopping) return;
-      logger.error({ err: payload.error }, 'ingest consumer stopped on an error kafkajs does not restart after; starting a new one');
+      if (stopping || !current()) return;
+      logger.error({ err: payload.error }, 'ingest consumer crashed; a new member takes its place');
       scheduleReplacement();
     });
     fresh.on(fresh.events.REBALANCING, () => options.onRebalance(undefined));
     // Every JoinGroup answered starts a generation, and kafkajs takes it up (a new offset
     // manager, which commits with it) only after the SyncGroup that follows: fencing here
     // comes before any commit could go out under the new generation for an older batch.
-    fresh.on(fresh.events.END_BATCH_PROCESS, ({ payload }) => {
-      if (payload.batchSize === 0) options.onFilteredBatch(payload.topic, payload.partition, payload.lastOffset);
-    });
     fresh.on(fresh.events.REQUEST, ({ payload }) => {
       if (payload.apiName === 'JoinGroup') options.onRebalance(undefined);
     });
+    fresh.on(fresh.events.END_BATCH_PROCESS, ({ payload }) => {
+      if (payload.batchSize === 0 && current()) options.onFilteredBatch(payload.topic, payload.partition, payload.lastOffset);
+    });
     // After a join kafkajs fetches each partition again from its committed offset.
-    fresh.on(fresh.events.GROUP_JOIN, ({ payload }) => options.onRebalance(payload.memberAssignment));
+    fresh.on(fresh.events.GROUP_JOIN, ({ payload }) => {
+      if (current()) options.onRebalance(payload.memberAssignment);
+    });
     return fresh;
   };
-  let consumer: Consumer = newConsumer();
 
-  async function run(current: Consumer): Promise<void> {
-    await current.connect();
-    await current.subscribe({ topics: [...options.topics], fromBeginning: true });
-    await current.run({ autoCommit: false, eachBatchAutoResolve: false, ...options.run });
+  function begin(joining: Member): Promise<void> {
+    const { consumer } = joining;
+    // A member left (or a stop) while it connects does not go on to join: that would cost
+    // the group two rebalances, and the stop a whole join.
+    const wanted = () => !stopping && joining.left === undefined;
+    joining.started = (async () => {
+      if (!wanted()) return;
+      await consumer.connect();
+      await consumer.subscribe({ topics: [...options.topics], fromBeginning: true });
+      if (!wanted()) return;
+      await consumer.run({ autoCommit: false, eachBatchAutoResolve: false, ...options.run });
+    })();
+    return joining.started;
+  }
+
+  /**
+   * Disconnects `gone` once its start has settled; stop() waits for every such leave. The
+   * wait is bounded by kafkajs's own join timeouts (a JoinGroup waits up to the rebalance
+   * timeout), and the process's shutdown deadline bounds a stop beyond them.
+   */
+  function leave(gone: Member): Promise<void> {
+    if (gone.left !== undefined) return gone.left;
+    const left = (gone.started ?? Promise.resolve())
+      .catch(() => undefined)
+      .then(() => gone.consumer.disconnect())
+      .catch((error: unknown) => logger.warn({ err: error }, 'the ingest consumer did not leave the group cleanly'));
+    gone.left = left;
+    leaving.add(left);
+    void left.finally(() => leaving.delete(left));
+    return left;
   }
 
   function scheduleReplacement(): void {
     if (stopping || replacement !== undefined) return;
     replacement = setTimeout(() => {
-      replacement = undefined;
-      if (stopping) return;
-      // The replaced member's batches are fenced off like a rebalance's.
-      options.onRebalance(undefined);
-      consumer = newConsumer();
-      run(consumer).catch((error: unknown) => {
-        logger.error({ err: error }, 'a new ingest consumer did not start; trying again');
-        scheduleReplacement();
-      });
+      void (async () => {
+        // The replaced member's batches are fenced off like a rebalance's. A crashed or
+        // rejoining member has left already; one whose start failed may still be leaving.
+        options.onRebalance(undefined);
+        await leave(member);
+        replacement = undefined;
+        if (stopping) return;
+        const next: Member = { consumer: newConsumer() };
+        member = next;
+        await begin(next).catch((error: unknown) => {
+          logger.error({ err: error }, 'a new ingest consumer did not start; trying again');
+          void leave(next);
+          scheduleReplacement();
+        });
+      })();
     }, REPLACE_AFTER_MS);
   }
 
+  // Not started until start(): a stop() before it only disconnects a consumer that never connected.
+  let member: Member = { consumer: newConsumer() };
+
   return {
-    start: () => run(consumer),
+    async start() {
+      const first = member;
+      try {
+        await begin(first);
+      } catch (error) {
+        await leave(first);
+        throw error;
+      }
+    },
     rejoin() {
       if (stopping || replacement !== undefined) return;
       options.onRebalance(undefined);
-      const leaving = consumer;
       // The new member is started once the old one has left, so the two never hold the same partitions.
-      void leaving
-        .disconnect()
-        .catch((error: unknown) => logger.warn({ err: error }, 'the ingest consumer did not leave the group cleanly'))
-        .then(scheduleReplacement);
+      void leave(member).then(scheduleReplacement);
     },
     pauseAll() {
       stopping = true;
       clearTimeout(replacement);
       try {
-        consumer.pause(options.topics.map((topic) => ({ topic })));
+        member.consumer.pause(options.topics.map((topic) => ({ topic })));
       } catch (error) {
-        // A consumer that never joined its group (a broker down since the start, a crash
-        // before the join) fetches nothing to pause; the stop goes on to disconnect it.
+        // A consumer that has not joined its group (a broker down since the start, a crash
+        // before the join, a replacement still connecting) has nothing to pause; with stopping
+        // set it joins only if its join was under way, and the stop disconnects it either way.
         logger.info({ err: error }, 'the ingest consumer had not joined its group; nothing to pause');
       }
     },
     async stop() {
       stopping = true;
       clearTimeout(replacement);
-      await consumer.disconnect();
+      await leave(member);
+      await Promise.all(leaving);
     },
   };
 }

@@ -6,6 +6,7 @@ import { committedOffsets, topicEnds, type ReceivedMessage } from '../../support
 import { parseMetrics, samplesOf } from '../../support/metrics-text.js';
 import type { Tenant } from '../../support/test-gateway.js';
 import { wholeFeed } from './feed-helpers.js';
+import { groupMembers } from './ingest-group.js';
 import type { KafkaSuite, TopicReader } from './kafka-suite.js';
 
 /**
@@ -95,7 +96,10 @@ export async function holdLedger(s: KafkaSuite, tenant: Tenant, deadLetters: Top
   const offsetsReport = async (): Promise<string> => {
     const ends = await topicEnds(s.kafka, topic);
     const committed = await committedOffsets(s.kafka, s.consumerGroup, topic);
-    return `committed / end per partition: ${[...ends].map(([p, end]) => `${p}: ${committed.get(p) ?? -1}/${end}`).join(', ')}`;
+    // Who holds the partitions: a member that holds some and never commits shows here.
+    const group = await groupMembers(s.kafka, s.consumerGroup, topic).catch((error: unknown) => ({ state: `not described (${(error as Error).message})`, members: [] }));
+    const holders = group.members.map((m) => `${m.memberId} holds [${m.partitions.join(', ')}]`).join('; ');
+    return `committed / end per partition: ${[...ends].map(([p, end]) => `${p}: ${committed.get(p) ?? -1}/${end}`).join(', ')}\n  ingest group ${group.state}: ${holders || 'no members'}`;
   };
 
   // Messages that must not be on the DLQ and are, with the reason the consumer gave.
