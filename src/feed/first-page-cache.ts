@@ -19,7 +19,7 @@ export interface PageOwner {
  *   (writes by other processes only the age bounds).
  * The key is the caller's whole query, organization and project included, so no page is
  * ever served to another tenant, project, filter set or page size. Only successful reads
- * are kept; at most `capacity` pages, the oldest dropped first.
+ * are kept; at most `capacity` pages, the oldest dropped first, and expired ones go as reads come.
  */
 export interface FirstPageCache<T> {
   read(owner: PageOwner, key: string, run: () => Promise<T>): Promise<T>;
@@ -59,10 +59,21 @@ export function createFirstPageCache<T>(options: FirstPageCacheOptions): FirstPa
   let forgotten = 0;
   const markOf = (owner: string) => marks.get(owner) ?? forgotten;
 
+  // Pages are held in the order they were kept, near enough the order their reads began:
+  // each read lets go of the expired ones at the front, so pages nobody asks for again do
+  // not sit in memory until the cap pushes them out.
+  const dropExpired = (at: number) => {
+    for (const [key, entry] of pages) {
+      if (at - entry.readAt < options.maxAgeMs) return;
+      pages.delete(key);
+    }
+  };
+
   return {
     async read(owner, key, run) {
       if (options.maxAgeMs === 0) return run();
       const at = now();
+      dropExpired(at);
       const held = pages.get(key);
       if (held !== undefined && at - held.readAt < options.maxAgeMs) return held.value;
       const who = ownerKey(owner);

@@ -7,9 +7,9 @@ import { storableEvent } from '../../../src/store/event-rows.js';
 import type { EventStore, FeedFilters, FeedQuery } from '../../../src/store/event-store.js';
 import type { WindowPlan } from '../../../src/store/feed-windows.js';
 import type { SqlTransport } from '../../../src/store/sql-transport.js';
-import { clickhouseException } from '../../../src/store/store-errors.js';
 import { toStoreTimestamp } from '../../../src/store/timestamps.js';
 import { canonicalEvent, microsFrom, uuid } from '../../support/factories.js';
+import { isBatchOfReads, recordingTransport, type RecordingTransport } from '../../support/recording-transport.js';
 import type { TestGateway } from '../../support/test-gateway.js';
 import { describeOnEachStore } from './gateways.js';
 
@@ -52,27 +52,13 @@ describeOnEachStore('feed pages read together: each page is the page read alone'
   let sql: SqlTransport;
   let alone: EventStore;
   const scopes: Scope[] = [];
-  /** The statements sent while a test ran: a batch names its reads' parameters r0_…, r1_…. */
-  let sent: string[] = [];
-  /** The engine's codes of the statements that failed. */
-  let failed: number[] = [];
-  let counted: SqlTransport;
+  /** The statements sent while a test ran, and the engine's codes of those that failed. */
+  let counted: RecordingTransport;
 
   before(async () => {
     gw = await gateway();
     sql = await openStore(gw.config);
-    counted = {
-      ...sql,
-      query: async (text, params) => {
-        sent.push(text);
-        try {
-          return await sql.query(text, params);
-        } catch (error) {
-          failed.push(clickhouseException(error)?.code ?? -1);
-          throw error;
-        }
-      },
-    };
+    counted = recordingTransport(sql);
     alone = createClickHouseEventStore(sql, { now: () => NOW, windows: WINDOWS, hints: NO_HINTS, batching: false });
     const writer = createClickHouseEventStore(sql);
     const insert = (events: readonly CanonicalEvent[]) => writer.insertEvents(events.map(storableEvent));
@@ -105,12 +91,11 @@ describeOnEachStore('feed pages read together: each page is the page read alone'
   });
 
   beforeEach(() => {
-    sent = [];
-    failed = [];
+    counted.clear();
   });
 
   const batched = (batching: PageBatching) => createClickHouseEventStore(counted, { now: () => NOW, windows: WINDOWS, hints: NO_HINTS, batching });
-  const batches = () => sent.filter((text) => text.includes('{r1_org_id:UUID}')).length;
+  const batches = () => counted.sent.filter(isBatchOfReads).length;
 
   for (const [name, filters] of FILTERS) {
     it(`walks of many projects at once give each project's pages as read alone, filter: ${name}`, async function () {
@@ -136,8 +121,8 @@ describeOnEachStore('feed pages read together: each page is the page read alone'
     expect(got).to.deep.equal(expected);
     expect(batches(), 'batches tried').to.be.above(0);
     // Refused as TOO_MANY_ROWS, and for nothing else (a batch whose windows select no granule reads nothing, and passes).
-    expect(failed.length, 'batches refused').to.be.above(0);
-    expect(new Set(failed)).to.deep.equal(new Set([158]));
+    expect(counted.failed.length, 'batches refused').to.be.above(0);
+    expect(new Set(counted.failed)).to.deep.equal(new Set([158]));
   });
 
   it('gives two walks of one project at once, with different filters and page sizes, their own pages', async function () {
@@ -156,6 +141,6 @@ describeOnEachStore('feed pages read together: each page is the page read alone'
     const got = await Promise.all(walks.map(([filters, limit]) => walk(store, { ...scope!, filters }, limit)));
     await Promise.all(others);
     expect(got).to.deep.equal(expected);
-    expect(failed).to.deep.equal([]);
+    expect(counted.failed).to.deep.equal([]);
   });
 });

@@ -9,9 +9,10 @@ import { fromEventRow, storableEvent } from '../../../src/store/event-rows.js';
 import type { EventStore, FeedFilters, FeedQuery, FeedSlice } from '../../../src/store/event-store.js';
 import { feedWindows, WINDOW_PLAN, type WindowPlan } from '../../../src/store/feed-windows.js';
 import { readDistinct } from '../../../src/store/fold-copies.js';
-import type { SqlParams, SqlTransport } from '../../../src/store/sql-transport.js';
+import type { SqlTransport } from '../../../src/store/sql-transport.js';
 import { toStoreTimestamp } from '../../../src/store/timestamps.js';
 import { canonicalEvent, microsFrom, uuid } from '../../support/factories.js';
+import { recordingTransport, type RecordingTransport } from '../../support/recording-transport.js';
 import type { TestGateway } from '../../support/test-gateway.js';
 import { describeOnEachStore } from './gateways.js';
 
@@ -253,30 +254,16 @@ describeOnEachStore('feed windows: bounded pages equal the plain query', (gatewa
   });
 });
 
-/** The transport, counting the queries sent through it: what a page costs in round trips to the store. */
-function countingTransport(sql: SqlTransport): SqlTransport & { queries: number } {
-  const counting = {
-    ...sql,
-    kind: sql.kind,
-    queries: 0,
-    query<Row>(text: string, params?: SqlParams): Promise<Row[]> {
-      counting.queries += 1;
-      return sql.query<Row>(text, params);
-    },
-  };
-  return counting;
-}
-
 describeOnEachStore('feed windows: the probes a page makes are bounded', (gateway) => {
   let sql: SqlTransport;
-  let counted: SqlTransport & { queries: number };
+  let counted: RecordingTransport;
   let store: EventStore;
   let plain: Pick<EventStore, 'listEvents'>;
 
   before(async () => {
     const gw = await gateway();
     sql = await openStore(gw.config);
-    counted = countingTransport(sql);
+    counted = recordingTransport(sql);
     // The product's plan, with no hints, so every page starts at one hour.
     store = createClickHouseEventStore(counted, { now: () => NOW, windows: WINDOW_PLAN, hints: { plan: (_, base) => base, learn() {} } });
     plain = plainStore(sql);
@@ -293,9 +280,9 @@ describeOnEachStore('feed windows: the probes a page makes are bounded', (gatewa
 
   /** One page of `limit` and the queries it cost. */
   async function page(scope: Scope, limit: number, after?: FeedQuery['after']): Promise<{ slice: FeedSlice; queries: number }> {
-    const before = counted.queries;
+    const before = counted.sent.length;
     const slice = await store.listEvents({ ...scope, after, limit: limit + 1 });
-    return { slice, queries: counted.queries - before };
+    return { slice, queries: counted.sent.length - before };
   }
 
   const days = (n: number, from = NOW) => new Date(from - n * 86_400_000).toISOString();

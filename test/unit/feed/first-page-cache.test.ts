@@ -207,6 +207,19 @@ describe('first page cache', () => {
     expect(runs, "'a' was dropped, 'c' kept").to.equal(4);
   });
 
+  it('lets go of expired pages as reads come, not only at its capacity', async () => {
+    clock = 0;
+    const cache = createFirstPageCache<number>({ maxAgeMs: 1000, capacity: 100, now: () => clock });
+    const owner = { orgId: uuid(), projectId: uuid() };
+    for (const key of ['a', 'b', 'c']) await cache.read(owner, key, async () => 1);
+    clock = 600;
+    await cache.read(owner, 'd', async () => 1);
+    expect(cache.size, 'none expired yet').to.equal(4);
+    clock = 1000;
+    await cache.read(owner, 'e', async () => 1);
+    expect(cache.size, "'a', 'b' and 'c' expired; 'd' and 'e' held").to.equal(2);
+  });
+
   it('keeps no failed read', async () => {
     const cache = createFirstPageCache<number>({ maxAgeMs: 1000 });
     const owner = { orgId: uuid(), projectId: uuid() };
