@@ -60,11 +60,12 @@ interface Member {
  * start as the first, so each start is one this module can wait for.
  *
  * That wait is what keeps the group free of members nobody owns. A kafkajs consumer
- * disconnected while its first join is in flight does not stop: its runner is not yet
- * marked running, so the disconnect skips it and drops the reference, and when the join
- * answers the runner fetches, heartbeats and holds partitions for ever while nothing commits
- * them (kafkajs 2.2.4, runner.js start/stop). So a member leaves only once its start has
- * settled. Every rebalance is reported through `onRebalance`.
+ * disconnected on its way into the group (connecting, finding its coordinator, joining)
+ * does not stop: its runner is not yet marked running, so the disconnect skips it and drops
+ * the reference, and the runner connects again, joins, fetches, heartbeats and holds its
+ * partitions for ever while nothing commits them (kafkajs 2.2.4, runner.js start/stop). So
+ * a member leaves only once its start has settled. Every rebalance is reported through
+ * `onRebalance`.
  */
 export function createSupervisedConsumer(options: SupervisedConsumerOptions): SupervisedConsumer {
   const { logger } = options;
