@@ -43,7 +43,7 @@ export async function startTestGateway(extraEnv: Record<string, string> = {}): P
   const secret = randomBytes(32).toString('hex');
   // Every test connects from 127.0.0.1, and many send bad tokens on purpose: the limit on
   // failed authentications per address is off unless a test sets it (test/integration/api/adversarial/).
-  const env = { PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, AUTH_JWT_SECRET: secret, LOG_LEVEL: process.env.TEST_GATEWAY_LOG_LEVEL ?? 'silent', AUTH_FAILURES_PER_MINUTE: '0', ...extraEnv };
+  const env = { PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, AUTH_JWT_SECRET: secret, LOG_LEVEL: process.env.TEST_GATEWAY_LOG_LEVEL || 'silent', AUTH_FAILURES_PER_MINUTE: '0', ...extraEnv };
   const config = loadConfig(env);
   const logger = createLogger(config.logLevel);
   let runtime = await startRuntime(config, logger).catch((error: unknown) => {

@@ -93,14 +93,15 @@ export async function holdLedger(s: KafkaSuite, tenant: Tenant, deadLetters: Top
     const committed = await committedOffsets(s.kafka, s.consumerGroup, topic);
     return [...partitions].every((p) => committed.get(p) === ends.get(p));
   };
-  const offsetsReport = async (): Promise<string> => {
+  const offsetsReport = (): Promise<string> => offsetsAndHolders().catch((error: unknown) => `offsets and group not read: ${(error as Error).message}`);
+  async function offsetsAndHolders(): Promise<string> {
     const ends = await topicEnds(s.kafka, topic);
     const committed = await committedOffsets(s.kafka, s.consumerGroup, topic);
     // Who holds the partitions: a member that holds some and never commits shows here.
-    const group = await groupMembers(s.kafka, s.consumerGroup, topic).catch((error: unknown) => ({ state: `not described (${(error as Error).message})`, members: [] }));
+    const group = await groupMembers(s.kafka, s.consumerGroup, topic);
     const holders = group.members.map((m) => `${m.memberId} holds [${m.partitions.join(', ')}]`).join('; ');
     return `committed / end per partition: ${[...ends].map(([p, end]) => `${p}: ${committed.get(p) ?? -1}/${end}`).join(', ')}\n  ingest group ${group.state}: ${holders || 'no members'}`;
-  };
+  }
 
   // Messages that must not be on the DLQ and are, with the reason the consumer gave.
   const misplaced = (found: readonly ReceivedMessage[]): string[] => {
