@@ -1,5 +1,6 @@
 import { catalogue } from '../commands/catalogue.js';
 import type { CommandEntry } from '../commands/command-entry.js';
+import { IDEMPOTENCY_KEY } from '../commands/idempotency-key.js';
 import type { JsonObject, JsonValue } from '../json/json-value.js';
 import { CONTRACT_CONTACT, CONTRACT_VERSION, OPENAPI_LICENSE } from '../schemas/contract-info.js';
 import { componentRef as ref, referencedComponents, schemaComponent as component } from '../schemas/schema-components.js';
@@ -56,8 +57,8 @@ const idempotencyKey = (idField: string): JsonObject => ({
   in: 'header',
   required: false,
   description: `Makes a retry return the first answer (same ${idField}) for 24 hours.`,
-  // The same rule src/commands/idempotency-key.ts enforces: 1 to 255 printable ASCII characters.
-  schema: { type: 'string', pattern: '^[!-~]{1,255}$' },
+  // The rule the gateway enforces (1 to 255 printable ASCII characters), written once.
+  schema: { type: 'string', pattern: IDEMPOTENCY_KEY.source },
 });
 const traceparent: JsonObject = {
   name: 'traceparent',
