@@ -3,7 +3,7 @@ import type { Logger } from '../observability/logger.js';
 import type { EventStore, TailBatch, TailPosition } from '../store/event-store.js';
 import type { LiveTailMetrics } from './live-tail-types.js';
 import type { TailFanOut } from './tail-fan-out.js';
-import { afterHorizon, horizonAtOrAfter, matchesFilters, messagesOf, scopeOf } from './tail-matching.js';
+import { afterHorizon, horizonAtOrAfter, matchesFilters, messagesOf, projectKey, scopeOf } from './tail-matching.js';
 import type { TailStream } from './tail-stream.js';
 
 /** Rows per shared read: every tailed project's new rows of one poll interval fit in one read at thousands of events a second. */
@@ -69,7 +69,7 @@ export async function admitAt(
     }
     const selected = messages.filter(
       (m, i) =>
-        `${m.event.org_id}/${m.event.project_id}` === j.stream.key &&
+        projectKey(m.event.org_id, m.event.project_id) === j.stream.key &&
         gap.events[i]!.position.ingestedAt < upTo.ingestedAt &&
         afterHorizon(gap.events[i]!.position, j.at) &&
         matchesFilters(j.stream.request.filters, m.event),
