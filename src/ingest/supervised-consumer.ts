@@ -71,7 +71,6 @@ export function createSupervisedConsumer(options: SupervisedConsumerOptions): Su
   const { logger } = options;
   let stopping = false;
   let replacement: NodeJS.Timeout | undefined;
-  const leaving = new Set<Promise<void>>();
 
   const newConsumer = (): Consumer => {
     const fresh = options.kafka.consumer({
@@ -129,8 +128,9 @@ export function createSupervisedConsumer(options: SupervisedConsumerOptions): Su
   }
 
   /**
-   * Disconnects `gone` once its start has settled; stop() waits for every such leave. The
-   * wait is bounded by kafkajs's own join timeouts (a JoinGroup waits up to the rebalance
+   * Disconnects `gone` once its start has settled. Only the current member is ever left
+   * (the member changes only once the one before it has left), so stop() waits for every
+   * leave by leaving the current member. The wait is bounded by kafkajs's own join timeouts (a JoinGroup waits up to the rebalance
    * timeout), and the process's shutdown deadline bounds a stop beyond them.
    */
   function leave(gone: Member): Promise<void> {
@@ -140,8 +140,6 @@ export function createSupervisedConsumer(options: SupervisedConsumerOptions): Su
       .then(() => gone.consumer.disconnect())
       .catch((error: unknown) => logger.warn({ err: error }, 'the ingest consumer did not leave the group cleanly'));
     gone.left = left;
-    leaving.add(left);
-    void left.finally(() => leaving.delete(left));
     return left;
   }
 
@@ -201,7 +199,6 @@ export function createSupervisedConsumer(options: SupervisedConsumerOptions): Su
       stopping = true;
       clearTimeout(replacement);
       await leave(member);
-      await Promise.all(leaving);
     },
   };
 }

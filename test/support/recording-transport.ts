@@ -16,7 +16,6 @@ export function recordingTransport(sql: SqlTransport): RecordingTransport {
   const failed: number[] = [];
   return {
     ...sql,
-    kind: sql.kind,
     sent,
     failed,
     clear() {
