@@ -138,6 +138,56 @@ interface Request {
   readonly orgId: string;
 }
 
+/** A gateway (ROLE=gateway) on the run's server and the scenario's database, with command topics named after `name`. */
+async function scaleGateway(ctx: BenchContext, database: string, name: string, env: Readonly<Record<string, string>> = {}) {
+  return gatewayProcess({
+    ROLE: 'gateway',
+    PORT: String(await freePort()),
+    KAFKA_BROKERS: ctx.brokers.join(','),
+    CLICKHOUSE_URL: ctx.clickhouseUrl,
+    CLICKHOUSE_DATABASE: database,
+    AUTH_JWT_SECRET: ctx.secret,
+    CURSOR_SECRET: ctx.secret,
+    ...commandTopicEnvironment(commandTopicNames((topic) => `bench.scale.${name}.${topic}.${ctx.run}`)),
+    ...env,
+  });
+}
+
+/** The gateway's feed_first_pages_total by source, from its /metrics. */
+async function firstPageSources(gatewayUrl: string): Promise<{ memory: number; store: number }> {
+  const text = await (await fetch(`${gatewayUrl}/metrics`)).text();
+  const count = (source: string) => {
+    const found = new RegExp(`^feed_first_pages_total\\{source="${source}"\\} (\\S+)$`, 'm').exec(text);
+    if (found === null) throw new Error(`the gateway reports no feed_first_pages_total{source="${source}"}`);
+    return Number(found[1]);
+  };
+  return { memory: count('memory'), store: count('store') };
+}
+
+/**
+ * Until `signal` aborts, every 100 ms one event (occurred now) into each of
+ * `projectsPerSecond / 10` active projects taken in turn, as another process's ingestion:
+ * the gateway learns of these writes only through its watch of the store.
+ */
+async function writeWhile(url: string, database: string, projectsPerSecond: number, signal: AbortSignal): Promise<number> {
+  const perTick = Math.max(1, Math.round(projectsPerSecond / 10));
+  let next = 2 * IDLE_PROJECTS;
+  let written = 0;
+  for (let tick = performance.now(); !signal.aborted; tick += 100) {
+    const projects = Array.from({ length: perTick }, () => {
+      const p = next;
+      next = next + 1 >= PROJECTS ? 2 * IDLE_PROJECTS : next + 1;
+      return p;
+    });
+    const values = projects.map((p) => `(toUUID('${org(p)}'), toUUID('${project(p)}'), now64(6), generateUUIDv4(), 'telemetry', 'reading', 'recorded', NULL, NULL, '{"live":true}', 'bench')`);
+    await runSql(url, database, `INSERT INTO events (org_id, project_id, occurred_at, id, domain, entity, action, device_id, fleet_id, payload, source_service) VALUES ${values.join(', ')}`);
+    written += projects.length;
+    // Ticks are counted from the start, so the time the inserts take does not lower the rate.
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, tick + 100 - performance.now())));
+  }
+  return written;
+}
+
 /** One page shape: a request per project (and page), taken in turn. */
 interface Shape {
   readonly name: string;
@@ -181,6 +231,69 @@ async function shapes(gatewayUrl: string, headers: (orgId: string) => Record<str
 }
 
 /**
+ * First pages as dashboards poll them, on a gateway that keeps them (FEED_FIRST_PAGE_MAX_AGE_MS
+ * of a minute: pages kept until its watch sees their project written,
+ * docs/decisions/feed-storage.md, "First pages"), every
+ * active project's first page asked once before: with the table as it is, and while
+ * another process writes a tenth of the projects each second. Where each page came from
+ * is the gateway's own count (feed_first_pages_total).
+ */
+async function polledFirstPages(ctx: BenchContext, database: string, headers: (orgId: string) => Record<string, string>, label: string, select1: number): Promise<Row[]> {
+  // Kept first pages, dropped as its watch sees their projects written.
+  const polled = await scaleGateway(ctx, database, 'polled', { FEED_FIRST_PAGE_MAX_AGE_MS: '60000' });
+  try {
+    return await pollFirstPages(ctx, polled, database, headers, label, select1);
+  } finally {
+    await polled.stop();
+  }
+}
+
+async function pollFirstPages(
+  ctx: BenchContext,
+  polled: { url: string; pid: number },
+  database: string,
+  headers: (orgId: string) => Record<string, string>,
+  label: string,
+  select1: number,
+): Promise<Row[]> {
+  const rows: Row[] = [];
+  await waitFor('the polled gateway to follow the store\'s writes', async () => (/^feed_first_pages_watched 1$/m.test(await (await fetch(`${polled.url}/metrics`)).text()) ? true : undefined));
+  const active = Array.from({ length: PROJECTS - 2 * IDLE_PROJECTS }, (_, k) => k + 2 * IDLE_PROJECTS);
+  const requests = active.map((p) => ({ url: `${polled.url}/core/api/v1/projects/${project(p)}/events?limit=${PAGE}`, orgId: org(p) }));
+  for (const writtenPerSecond of [0, PROJECTS / 10]) {
+    // Every page asked once just before, as dashboards already polling have: kept pages
+    // then expire (FEED_FIRST_PAGE_MAX_AGE_MS) well after the load, not during it.
+    for (const r of requests) {
+      const res = await fetch(r.url, { headers: headers(r.orgId) });
+      if (res.status !== 200) throw new Error(`first page on the polled gateway: ${res.status} ${await res.text()}`);
+      await res.arrayBuffer();
+    }
+    await quiet(ctx.clickhouseUrl, database);
+    const writes = new AbortController();
+    const writing = writtenPerSecond === 0 ? Promise.resolve(0) : writeWhile(ctx.clickhouseUrl, database, writtenPerSecond, writes.signal);
+    const before = await firstPageSources(polled.url);
+    const [load, cpu] = await withCpu(polled.pid, () =>
+      variedAutocannon({ urls: requests.map((r) => r.url), orgIds: requests.map((r) => r.orgId), headers: headers(org(0)), connections: CONNECTIONS, seconds: ctx.seconds }),
+    ).finally(() => writes.abort());
+    const written = await writing;
+    const after = await firstPageSources(polled.url);
+    const memory = after.memory - before.memory;
+    const store = after.store - before.store;
+    rows.push({
+      scenario: label,
+      measure: `gateway: first page of a project as dashboards poll it, ${writtenPerSecond === 0 ? 'no project written meanwhile' : `${writtenPerSecond} projects written a second by another process`}`,
+      value: load.perSecond,
+      unit: 'pages/s',
+      ...latencies(load),
+      baseline: { name: 'SELECT 1', value: select1 },
+      target: '≥ 0.5 of SELECT 1, p99 ≤ 250 ms',
+      note: `${Math.round((100 * memory) / Math.max(1, memory + store))}% of page reads answered from memory (${memory} from memory, ${store} from the store)${written > 0 ? `, ${written} events written meanwhile (${Math.round(written / ctx.seconds)} a second)` : ''}; ${load.requests} pages; gateway ${cpu.processCores.toFixed(2)} cores, load generator ${(load.generatorCores ?? NaN).toFixed(2)} of a core, machine ${Math.round(cpu.machineBusy * 100)}% busy`,
+    });
+  }
+  return rows;
+}
+
+/**
  * `sizes` in events; `batch`: events per insert, as the ingest consumer's batch. Each size
  * gets a database of its own, dropped at the end.
  */
@@ -193,16 +306,8 @@ export async function measureFeedAtScale(ctx: BenchContext, sizes: readonly numb
   for (const size of sizes) {
     const label = `feed at scale, ${size.toLocaleString('en-US')} events`;
     const database = `bench_feed_scale_${size}_${ctx.run}`;
-    const gateway = await gatewayProcess({
-      ROLE: 'gateway',
-      PORT: String(await freePort()),
-      KAFKA_BROKERS: ctx.brokers.join(','),
-      CLICKHOUSE_URL: ctx.clickhouseUrl,
-      CLICKHOUSE_DATABASE: database,
-      AUTH_JWT_SECRET: ctx.secret,
-      CURSOR_SECRET: ctx.secret,
-      ...commandTopicEnvironment(commandTopicNames((topic) => `bench.scale.${topic}.${ctx.run}`)),
-    });
+    const gateway = await scaleGateway(ctx, database, 'pages');
+    let select1: Awaited<ReturnType<typeof autocannon>>;
     try {
       const span = historySpan();
       const writing = Date.now();
@@ -211,7 +316,7 @@ export async function measureFeedAtScale(ctx: BenchContext, sizes: readonly numb
       const parts = await settled(ctx.clickhouseUrl, database);
       const partitions = Number((await runSql(ctx.clickhouseUrl, database, `SELECT uniqExact(partition) FROM system.parts WHERE database = currentDatabase() AND table = 'events' AND active`)).trim());
       console.error(`  feed-scale: ${size} events written in ${written.toFixed(0)} s (${Math.round(size / written)} rows/s), ${parts} active parts in ${partitions} partitions once merges settled`);
-      const select1 = await autocannon({ url: `${ctx.clickhouseUrl}/?query=${encodeURIComponent('SELECT 1')}`, connections: CONNECTIONS, seconds: ctx.seconds });
+      select1 = await autocannon({ url: `${ctx.clickhouseUrl}/?query=${encodeURIComponent('SELECT 1')}`, connections: CONNECTIONS, seconds: ctx.seconds });
       rows.push({ scenario: label, measure: 'server: SELECT 1, 32 connections', value: select1.perSecond, unit: 'req/s', ...latencies(select1), note: `${parts} active parts, ${partitions} partitions, no OPTIMIZE` });
       for (const shape of await shapes(gateway.url, headers, span)) {
         // The last load's pages still in flight when it ended would count in this shape's figures.
@@ -245,6 +350,7 @@ export async function measureFeedAtScale(ctx: BenchContext, sizes: readonly numb
           note: `${perPage.rows.toLocaleString('en-US')} rows read and ${perPage.queries.toFixed(1)} queries per page, ${alone.toFixed(1)} ms a page alone; ${load.requests} pages, ${refused} batches refused; gateway ${cpu.processCores.toFixed(2)} cores, load generator ${(load.generatorCores ?? NaN).toFixed(2)} of a core, machine ${Math.round(cpu.machineBusy * 100)}% busy`,
         });
       }
+      rows.push(...(await polledFirstPages(ctx, database, headers, label, select1.perSecond)));
     } finally {
       await gateway.stop();
       await runSql(ctx.clickhouseUrl, 'default', `DROP DATABASE IF EXISTS ${database} SYNC`).catch(() => undefined);

@@ -171,7 +171,7 @@ export interface Config {
   };
   /** The live tail, GET .../events/stream (docs/decisions/live-tail.md). */
   readonly liveTail: LiveTailConfig;
-  /** How long after its store read began a feed first page may be served again from memory; 0: never (FEED_FIRST_PAGE_MAX_AGE_MS). */
+  /** How long after its store read began a feed first page may be served again from memory, while no write of its project is seen; 0: never (FEED_FIRST_PAGE_MAX_AGE_MS). */
   readonly feedFirstPageMaxAgeMs: number;
   /** Batches of concurrent feed page reads the store answers at once; 0: every read alone (FEED_BATCHES_IN_FLIGHT). */
   readonly feedBatchesInFlight: number;
@@ -562,7 +562,7 @@ export function loadConfig(env: Env): Config {
     http: parseHttpServer(env),
     rateLimit: parseRateLimit(env),
     shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
-    // Off unless set: a kept page is served while the store is down, and shows other processes' writes late (docs/decisions/feed-storage.md, "First pages").
+    // Off unless set: a kept page shows other processes' writes up to STREAM_SETTLE_MS + 2 × STREAM_POLL_MS late (docs/decisions/feed-storage.md, "First pages").
     feedFirstPageMaxAgeMs: integer(env, 'FEED_FIRST_PAGE_MAX_AGE_MS', 0, 0, 60_000),
     feedBatchesInFlight: integer(env, 'FEED_BATCHES_IN_FLIGHT', PAGE_BATCHING.inFlight, 0, 64),
     ingest: parseIngest(env),

@@ -9,22 +9,30 @@ export interface PageOwner {
 }
 
 /**
- * First pages of the feed (no cursor), kept for a short while per process, so that the
- * dashboards polling a project's newest events do not each read the store
- * (docs/decisions/feed-storage.md, "First pages"). What a reader may see:
- * - a page whose store read began at most `maxAgeMs` ago: an event stored since shows
- *   at most that much later than without the cache;
+ * First pages of the feed (no cursor), kept per process, so that the dashboards polling a
+ * project's newest events do not each read the store (docs/decisions/feed-storage.md,
+ * "First pages"). What a reader may see:
+ * - a page whose store read began at most `maxAgeMs` ago;
  * - never a page read before this process's own last write of that project completed:
- *   a write drops the project's pages, and a read in flight when it lands is not kept
- *   (writes by other processes only the age bounds).
+ *   a write drops the project's pages, and a read in flight when it lands is not kept;
+ * - with `watched`, a page only while a watch of the store's writes
+ *   (src/feed/first-page-watch.ts) follows every process's writes: the cache keeps and
+ *   serves nothing until the watch `see`s, and drops everything when it goes `blind`.
+ *   Writes it reports drop their projects' pages as this process's own do.
  * The key is the caller's whole query, organization and project included, so no page is
  * ever served to another tenant, project, filter set or page size. Only successful reads
  * are kept; at most `capacity` pages, the oldest dropped first, and expired ones go as reads come.
  */
 export interface FirstPageCache<T> {
   read(owner: PageOwner, key: string, run: () => Promise<T>): Promise<T>;
-  /** This process has written events of the project: drop its pages, and any read of it in flight. */
+  /** Events of the project were written: drop its pages, and any read of it in flight. */
   invalidate(owner: PageOwner): void;
+  /** Every kept page may be out of date (too many projects written to name them): drop them all, and every read in flight. */
+  invalidateAll(): void;
+  /** The watch follows the store's writes from now on: reads that begin from now may be kept. */
+  see(): void;
+  /** The watch lost track of the store's writes: drop every page, and keep none until it sees again. */
+  blind(): void;
   /** Pages held, for tests. */
   readonly size: number;
 }
@@ -34,6 +42,10 @@ export interface FirstPageCacheOptions {
   readonly maxAgeMs: number;
   /** Pages held at most. */
   readonly capacity?: number;
+  /** Whether a watch of the store's writes drives the cache (`see`, `blind`): blind until it first sees. */
+  readonly watched?: boolean;
+  /** Told where each page came from. */
+  readonly served?: (source: 'memory' | 'store') => void;
   readonly now?: () => number;
 }
 
@@ -58,6 +70,14 @@ export function createFirstPageCache<T>(options: FirstPageCacheOptions): FirstPa
   const marks = new Map<string, number>();
   let forgotten = 0;
   const markOf = (owner: string) => marks.get(owner) ?? forgotten;
+  // Whether pages may be kept and served now; `epoch` moves whenever every page is dropped,
+  // so a read that began before is not kept.
+  let seeing = options.watched !== true;
+  let epoch = 0;
+  const dropAll = () => {
+    epoch += 1;
+    pages.clear();
+  };
 
   // Pages are held in the order they were kept, near enough the order their reads began:
   // each read lets go of the expired ones at the front, so pages nobody asks for again do
@@ -71,15 +91,23 @@ export function createFirstPageCache<T>(options: FirstPageCacheOptions): FirstPa
 
   return {
     async read(owner, key, run) {
-      if (options.maxAgeMs === 0) return run();
+      if (options.maxAgeMs === 0 || !seeing) {
+        options.served?.('store');
+        return run();
+      }
       const at = now();
       dropExpired(at);
       const held = pages.get(key);
-      if (held !== undefined && at - held.readAt < options.maxAgeMs) return held.value;
+      if (held !== undefined && at - held.readAt < options.maxAgeMs) {
+        options.served?.('memory');
+        return held.value;
+      }
+      options.served?.('store');
       const who = ownerKey(owner);
       const began = writes;
+      const beganIn = epoch;
       const value = await run();
-      if (markOf(who) <= began) {
+      if (seeing && epoch === beganIn && markOf(who) <= began) {
         pages.delete(key);
         while (pages.size >= capacity) pages.delete(pages.keys().next().value!);
         pages.set(key, { owner: who, value, readAt: at });
@@ -97,6 +125,14 @@ export function createFirstPageCache<T>(options: FirstPageCacheOptions): FirstPa
         forgotten = Math.max(forgotten, mark);
       }
       for (const [key, entry] of pages) if (entry.owner === who) pages.delete(key);
+    },
+    invalidateAll: dropAll,
+    see() {
+      seeing = true;
+    },
+    blind() {
+      seeing = false;
+      dropAll();
     },
     get size() {
       return pages.size;
@@ -121,13 +157,19 @@ export function dropPagesOnWrites(stored: Pick<StoredBatches, 'onStored'>, cache
 }
 
 /**
- * The feed's first pages this process keeps, dropped on its own writes: none where it
- * serves no feed (ROLE=consumer) or may keep none (FEED_FIRST_PAGE_MAX_AGE_MS=0), since
- * following every write for a cache nobody reads cost a consumer 6.6% of its CPU.
+ * The feed's first pages this process keeps, dropped on its own writes and on every
+ * other process's as a watch of the store sees them (src/feed/first-page-watch.ts, which
+ * the runtime starts): none where it serves no feed (ROLE=consumer) or may keep none
+ * (FEED_FIRST_PAGE_MAX_AGE_MS=0), since following every write for a cache nobody reads
+ * cost a consumer 6.6% of its CPU.
  */
-export function firstPagesOf(config: Pick<Config, 'role' | 'feedFirstPageMaxAgeMs'>, stored: Pick<StoredBatches, 'onStored'>): FirstPageCache<FeedSlice> | undefined {
+export function firstPagesOf(
+  config: Pick<Config, 'role' | 'feedFirstPageMaxAgeMs'>,
+  stored: Pick<StoredBatches, 'onStored'>,
+  served?: FirstPageCacheOptions['served'],
+): FirstPageCache<FeedSlice> | undefined {
   if (config.role === 'consumer' || config.feedFirstPageMaxAgeMs === 0) return undefined;
-  const firstPages = createFirstPageCache<FeedSlice>({ maxAgeMs: config.feedFirstPageMaxAgeMs });
+  const firstPages = createFirstPageCache<FeedSlice>({ maxAgeMs: config.feedFirstPageMaxAgeMs, watched: true, ...(served === undefined ? {} : { served }) });
   dropPagesOnWrites(stored, firstPages);
   return firstPages;
 }

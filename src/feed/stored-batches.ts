@@ -37,6 +37,7 @@ export function createStoredBatches(): StoredBatches {
         tailHorizon: (settleMs) => store.tailHorizon(settleMs),
         tailEvents: (query) => store.tailEvents(query),
         tailProjects: (query) => store.tailProjects(query),
+        changedProjects: (from, before, limit) => store.changedProjects(from, before, limit),
       };
     },
   };

@@ -20,6 +20,10 @@ export interface GatewayMetrics {
   readonly tailSlowClosed: Counter;
   /** Open live tails: `live` (fed by the shared read) or `catching_up`. */
   readonly tailStreams: Gauge<'state'>;
+  /** Feed first pages served, by `source`: `memory` (kept, src/feed/first-page-cache.ts) or `store`. */
+  readonly firstPages: Counter<'source'>;
+  /** 1 while the watch of the store's writes follows them (kept first pages are served), 0 while it is blind. */
+  readonly firstPagesWatched: Gauge;
 }
 
 // From a loopback answer to a slow dependency: the API answers in milliseconds, a timeout in seconds.
@@ -75,5 +79,7 @@ export function createGatewayMetrics(): GatewayMetrics {
     }),
     tailSlowClosed: new Counter({ name: 'live_tail_slow_closed_total', help: 'Live tails closed because their client read more slowly than events came.', registers }),
     tailStreams: new Gauge({ name: 'live_tail_streams', help: 'Open live tails: live (fed by the shared read) or catching_up.', labelNames: ['state'], registers }),
+    firstPages: new Counter({ name: 'feed_first_pages_total', help: 'Feed first-page reads (no cursor), by where they were answered: memory (a kept page) or store. A request that joins a read already in flight is not counted again.', labelNames: ['source'], registers }),
+    firstPagesWatched: new Gauge({ name: 'feed_first_pages_watched', help: "1 while the watch of the store's writes follows them, so kept first pages are served; 0 while it is blind.", registers }),
   };
 }

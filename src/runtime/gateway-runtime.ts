@@ -11,6 +11,7 @@ import type { Config } from '../config/config.js';
 import { createCursorCodec } from '../feed/cursor.js';
 import { createFeedService } from '../feed/feed-service.js';
 import { firstPagesOf, type FirstPageCache } from '../feed/first-page-cache.js';
+import { watchFirstPages } from '../feed/first-page-watch.js';
 import { createLiveTail } from '../feed/live-tail.js';
 import { createStoredBatches, type StoredBatches } from '../feed/stored-batches.js';
 import { createApp, type ApiDependencies } from '../http/app.js';
@@ -118,9 +119,15 @@ export async function startRuntime(config: Config, logger: Logger, env: CommandE
     // (docs/decisions/live-tail.md), and they drop the first pages kept of their projects.
     const stored = createStoredBatches();
     const store = stored.observe(createClickHouseEventStore(transport, { batching: pageBatchingOf(config) }));
-    const firstPages = firstPagesOf(config, stored);
-    const ingestor = createEventIngestor({ store, schemas });
     const metrics = createGatewayMetrics();
+    const firstPages = firstPagesOf(config, stored, (source) => metrics.firstPages.inc({ source }));
+    if (firstPages !== undefined) {
+      // Other processes' writes reach the kept pages only through the store: the watch stops
+      // before the store's client closes (probeClients close after every closer).
+      const watch = watchFirstPages({ store, cache: firstPages, settings: config.liveTail, logger, watched: (seeing) => metrics.firstPagesWatched.set(seeing) });
+      closers.push(() => watch.stop());
+    }
+    const ingestor = createEventIngestor({ store, schemas });
     let closing = false;
     const readiness: ReadinessProbe[] = [{ name: 'store', check: () => transport.ping() }];
     let kafka: OpenedKafka | undefined;

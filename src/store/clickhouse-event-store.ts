@@ -5,6 +5,7 @@ import { feedSql, olderEventSql } from './feed-sql.js';
 import { storeTextMs, WINDOW_PLAN, windowsStart, windowWalk, type FeedWindow, type WindowPlan } from './feed-windows.js';
 import { createWindowHints, type WindowHints } from './window-hints.js';
 import { createClickHouseTail } from './clickhouse-tail.js';
+import { createClickHouseProjectChanges } from './clickhouse-project-changes.js';
 import { splitByPartitions } from './event-batches.js';
 import { readDistinct } from './fold-copies.js';
 import type { SqlTransport } from './sql-transport.js';
@@ -100,5 +101,6 @@ export function createClickHouseEventStore(transport: SqlTransport, options: Fee
       return older.length === 0 ? { events } : { events, resumeAfter: { occurredAt: lowest, id: NIL_UUID } };
     },
     ...createClickHouseTail(transport),
+    ...createClickHouseProjectChanges(transport),
   };
 }

@@ -84,6 +84,12 @@ export interface EventStore {
    * live tail's shared read, which fans them out to each stream in memory.
    */
   tailProjects(query: SharedTailQuery): Promise<TailBatch>;
+  /**
+   * The projects with a row ingested at or after `from` and before `before` (horizons of
+   * `tailHorizon`), at most `limit` of them; undefined when there are more. How a process
+   * learns of the writes of every other (src/feed/first-page-watch.ts).
+   */
+  changedProjects(from: string, before: string, limit: number): Promise<TailScope[] | undefined>;
 }
 
 /** The filters of the live tail: the feed's, without its occurred_at bounds. */

@@ -6,64 +6,130 @@ import { storableEvent } from '../../../src/store/event-rows.js';
 import type { SqlTransport } from '../../../src/store/sql-transport.js';
 import { eventSeries } from '../../support/factories.js';
 import { storeEnvironment } from '../../support/stores.js';
+import { request } from '../../support/http-client.js';
+import { parseMetrics, samplesOf } from '../../support/metrics-text.js';
 import { startTestGateway, type Tenant, type TestGateway } from '../../support/test-gateway.js';
+import { waitFor } from '../../support/wait-for.js';
 import { clickhouseServer } from './gateways.js';
 
 /**
- * A gateway that keeps first pages for a minute (FEED_FIRST_PAGE_MAX_AGE_MS), on the
- * server store: chDB binds one data directory per process, so only the server can have a
- * gateway of this file's own. The cache itself is the same on both (src/feed/first-page-cache.ts).
+ * Gateways that keep first pages for up to a minute (FEED_FIRST_PAGE_MAX_AGE_MS),
+ * on the server store: chDB binds one data directory per process, so only the server can
+ * have gateways of this file's own. The cache and its watch are the same on both
+ * (src/feed/first-page-cache.ts, src/feed/first-page-watch.ts).
  */
 describe('feed first pages kept in memory [clickhouse-server]', function () {
   this.timeout(120_000);
-  let gw: TestGateway;
-  let sql: SqlTransport;
+  let url: string;
+  const opened: { gw: TestGateway; sql: SqlTransport }[] = [];
 
   before(async () => {
-    gw = await startTestGateway({ ...storeEnvironment('clickhouse-server', (await clickhouseServer()).url), FEED_FIRST_PAGE_MAX_AGE_MS: '60000' });
-    sql = await openStore(gw.config);
+    url = (await clickhouseServer()).url;
   });
 
   after(async () => {
-    await sql?.close();
-    await gw?.close();
+    for (const { gw, sql } of opened) {
+      await sql.close();
+      await gw.close();
+    }
   });
 
-  const firstPage = async (tenant: Tenant, query = '') => {
+  /**
+   * A gateway (each has a database of its own) whose watch of the store's writes has made
+   * its first poll, so it keeps pages; `elsewhere` writes events into its database behind
+   * its back, as another gateway's ingestion would.
+   */
+  const gateway = async (env: Record<string, string>) => {
+    const gw = await startTestGateway({ ...storeEnvironment('clickhouse-server', url), FEED_FIRST_PAGE_MAX_AGE_MS: '60000', ...env });
+    const sql = await openStore(gw.config);
+    opened.push({ gw, sql });
+    await waitFor('the watch of the store\'s writes to follow them', async () => ((await metric(gw, 'feed_first_pages_watched')) === 1 ? true : undefined));
+    const elsewhere = (tenant: Tenant, count: number, start: number) =>
+      createClickHouseEventStore(sql).insertEvents(eventSeries(count, { org_id: tenant.orgId, project_id: tenant.projectId }, start).map(storableEvent));
+    return { gw, elsewhere };
+  };
+
+  const metric = async (gw: TestGateway, name: string, labels: Record<string, string> = {}) =>
+    samplesOf(parseMetrics((await request('GET', new URL('/metrics', gw.baseUrl).toString())).text), name, labels).reduce((n, s) => n + s.value, 0);
+
+  const firstPage = async (gw: TestGateway, tenant: Tenant, query = '') => {
     const res = await gw.call<CanonicalEventPageResponse>('GET', `/projects/${tenant.projectId}/events${query}`, { headers: await tenant.headers() });
     expect(res.status).to.equal(200);
     return res.body.data.items.map((e) => e.id);
   };
 
-  /** Events written to the store behind the gateway's back, as another gateway's ingestion would. */
-  const elsewhere = (tenant: Tenant, count: number, start: number) =>
-    createClickHouseEventStore(sql).insertEvents(eventSeries(count, { org_id: tenant.orgId, project_id: tenant.projectId }, start).map(storableEvent));
+  describe('while the watch has not seen a write', () => {
+    // Rows count as seen only once they are ten minutes old: no write of this test is seen.
+    // Polls 5 s apart: a poll that outlasts its interval leaves the cache blind, and a
+    // loaded machine must not make that happen here.
+    let gw: TestGateway;
+    let elsewhere: Awaited<ReturnType<typeof gateway>>['elsewhere'];
+    before(async () => {
+      ({ gw, elsewhere } = await gateway({ STREAM_SETTLE_MS: '600000', STREAM_POLL_MS: '5000' }));
+    });
 
-  it("serves the kept first page while other processes write, and drops it when this process's own ingestion writes the project", async () => {
-    const tenant = gw.tenant();
-    await gw.seed(eventSeries(3, { org_id: tenant.orgId, project_id: tenant.projectId }));
-    const kept = await firstPage(tenant);
-    expect(kept).to.have.length(3);
-    await elsewhere(tenant, 2, Date.parse('2026-02-01T00:00:00Z'));
-    expect(await firstPage(tenant), 'the kept page, within its age').to.deep.equal(kept);
-    expect(await firstPage(tenant, '?limit=10'), 'another page size is another page, read now').to.have.length(5);
-    await gw.seed(eventSeries(1, { org_id: tenant.orgId, project_id: tenant.projectId }, Date.parse('2026-03-01T00:00:00Z')));
-    expect(await firstPage(tenant), 'read again after its own write: every event').to.have.length(6);
+    it("serves the kept first page from memory, and drops it when this process's own ingestion writes the project", async () => {
+      const tenant = gw.tenant();
+      await gw.seed(eventSeries(3, { org_id: tenant.orgId, project_id: tenant.projectId }));
+      const kept = await firstPage(gw, tenant);
+      expect(kept).to.have.length(3);
+      await elsewhere(tenant, 2, Date.parse('2026-02-01T00:00:00Z'));
+      const fromMemory = await metric(gw, 'feed_first_pages_total', { source: 'memory' });
+      expect(await firstPage(gw, tenant), 'the kept page').to.deep.equal(kept);
+      expect(await metric(gw, 'feed_first_pages_total', { source: 'memory' }), 'answered from memory').to.equal(fromMemory + 1);
+      expect(await firstPage(gw, tenant, '?limit=10'), 'another page size is another page, read now').to.have.length(5);
+      await gw.seed(eventSeries(1, { org_id: tenant.orgId, project_id: tenant.projectId }, Date.parse('2026-03-01T00:00:00Z')));
+      expect(await firstPage(gw, tenant), 'read again after its own write: every event').to.have.length(6);
+    });
+
+    it('keeps the pages of one project id in two organizations apart', async () => {
+      const a = gw.tenant();
+      const other = gw.tenant();
+      // Organization B, with the same project id as A's.
+      const b: Tenant = { orgId: other.orgId, projectId: a.projectId, headers: (options) => other.headers(options) };
+      await gw.seed(eventSeries(2, { org_id: a.orgId, project_id: a.projectId }));
+      const pageA = await firstPage(gw, a);
+      expect(pageA).to.have.length(2);
+      expect(await firstPage(gw, b), "B's own page, not A's kept one").to.deep.equal([]);
+      await gw.seed(eventSeries(1, { org_id: b.orgId, project_id: b.projectId }, Date.parse('2026-04-01T00:00:00Z')));
+      const pageB = await firstPage(gw, b);
+      expect(pageB, "B's write dropped B's page only").to.have.length(1);
+      expect(pageA).to.not.include(pageB[0]);
+      expect(await firstPage(gw, a), "A's kept page").to.deep.equal(pageA);
+    });
   });
 
-  it('keeps the pages of one project id in two organizations apart', async () => {
-    const a = gw.tenant();
-    const other = gw.tenant();
-    // Organization B, with the same project id as A's.
-    const b: Tenant = { orgId: other.orgId, projectId: a.projectId, headers: (options) => other.headers(options) };
-    await gw.seed(eventSeries(2, { org_id: a.orgId, project_id: a.projectId }));
-    const pageA = await firstPage(a);
-    expect(pageA).to.have.length(2);
-    expect(await firstPage(b), "B's own page, not A's kept one").to.deep.equal([]);
-    await gw.seed(eventSeries(1, { org_id: b.orgId, project_id: b.projectId }, Date.parse('2026-04-01T00:00:00Z')));
-    const pageB = await firstPage(b);
-    expect(pageB, "B's write dropped B's page only").to.have.length(1);
-    expect(pageA).to.not.include(pageB[0]);
-    expect(await firstPage(a), "A's kept page").to.deep.equal(pageA);
+  it("drops a kept first page once the watch sees another process's write of its project, long before the page's age", async () => {
+    // Rows count as seen after a second (an insert may become visible tens of milliseconds
+    // after its ingested_at, docs/decisions/live-tail.md); polls a second apart, so that
+    // only a poll (or a stall of this process) over a second leaves the cache blind.
+    const { gw, elsewhere } = await gateway({ STREAM_SETTLE_MS: '1000', STREAM_POLL_MS: '1000' });
+    const [tenant, quiet] = [gw.tenant(), gw.tenant()];
+    await gw.seed([...eventSeries(3, { org_id: tenant.orgId, project_id: tenant.projectId }), ...eventSeries(2, { org_id: quiet.orgId, project_id: quiet.projectId })]);
+    const memoryReads = () => metric(gw, 'feed_first_pages_total', { source: 'memory' });
+    /** A first page answered from memory: read until one is. */
+    const keptPage = (who: Tenant) =>
+      waitFor('a first page answered from memory', async () => {
+        const before = await memoryReads();
+        const ids = await firstPage(gw, who);
+        return (await memoryReads()) > before ? ids : undefined;
+      });
+    /** Waits for another process's write to show in the first page: well within the page's minute, so only the watch can have dropped the kept one. */
+    const shows = (count: number) =>
+      waitFor(`${count} events in the first page`, async () => {
+        const ids = await firstPage(gw, tenant);
+        return ids.length === count ? ids : undefined;
+      }, 30_000);
+
+    const kept = await keptPage(tenant);
+    await elsewhere(tenant, 2, Date.parse('2026-02-01T00:00:00Z'));
+    expect(await shows(5)).to.include.members(kept);
+    // The watch has passed the seed (written before), so nothing will drop this page but a write of its project.
+    const keptQuiet = await keptPage(quiet);
+    await elsewhere(tenant, 1, Date.parse('2026-03-01T00:00:00Z'));
+    await shows(6);
+    const before = await memoryReads();
+    expect(await firstPage(gw, quiet), 'a project nobody wrote: its kept page').to.deep.equal(keptQuiet);
+    expect(await memoryReads(), 'answered from memory').to.equal(before + 1);
   });
 });

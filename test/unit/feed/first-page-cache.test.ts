@@ -227,4 +227,76 @@ describe('first page cache', () => {
     expect(cache.size).to.equal(0);
     expect(await cache.read(owner, 'k', async () => 1)).to.equal(1);
   });
+
+  describe('watched', () => {
+    const counting = () => {
+      let runs = 0;
+      let release: () => void = () => {};
+      let gate: Promise<void> | undefined;
+      return {
+        run: async () => {
+          runs += 1;
+          await gate;
+          return runs;
+        },
+        hold() {
+          gate = new Promise<void>((resolve) => (release = resolve));
+          return () => {
+            gate = undefined;
+            release();
+          };
+        },
+        get runs() {
+          return runs;
+        },
+      };
+    };
+
+    it('keeps nothing until the watch sees, then keeps pages', async () => {
+      const cache = createFirstPageCache<number>({ maxAgeMs: 60_000, watched: true });
+      const owner = { orgId: uuid(), projectId: uuid() };
+      const store = counting();
+      await cache.read(owner, 'k', store.run);
+      await cache.read(owner, 'k', store.run);
+      expect(store.runs, 'blind: every page read').to.equal(2);
+      cache.see();
+      await cache.read(owner, 'k', store.run);
+      await cache.read(owner, 'k', store.run);
+      expect(store.runs, 'seeing: the page kept').to.equal(3);
+    });
+
+    it('drops every page when the watch goes blind, keeps none while blind, nor a read that began before it went blind', async () => {
+      const cache = createFirstPageCache<number>({ maxAgeMs: 60_000, watched: true });
+      const owner = { orgId: uuid(), projectId: uuid() };
+      const store = counting();
+      cache.see();
+      await cache.read(owner, 'kept', store.run);
+      const release = store.hold();
+      const inFlight = cache.read(owner, 'in flight', store.run);
+      cache.blind();
+      cache.see();
+      release();
+      await inFlight;
+      expect(cache.size, "the kept page dropped, the read that began before the blind spell not kept").to.equal(0);
+      cache.blind();
+      await cache.read(owner, 'kept', store.run);
+      expect(cache.size, 'nothing kept while blind').to.equal(0);
+    });
+
+    it('drops every page and every read in flight when told that too many projects were written to name them', async () => {
+      const cache = createFirstPageCache<number>({ maxAgeMs: 60_000, watched: true });
+      const [a, b] = [{ orgId: uuid(), projectId: uuid() }, { orgId: uuid(), projectId: uuid() }];
+      const store = counting();
+      cache.see();
+      await cache.read(a, 'a', store.run);
+      const release = store.hold();
+      const inFlight = cache.read(b, 'b', store.run);
+      cache.invalidateAll();
+      release();
+      await inFlight;
+      expect(cache.size).to.equal(0);
+      await cache.read(a, 'a', store.run);
+      expect(cache.size, 'kept again after').to.equal(1);
+    });
+  });
 });

@@ -91,6 +91,7 @@ function pollerOnVirtualTime(options: { pollMs: number; settleMs: number; readMs
     listEvents: notRead,
     tailHorizon: notRead,
     tailEvents: notRead,
+    changedProjects: notRead,
     async tailProjects(query) {
       const read = readStarts.push(time.clock.now());
       if (readMs > 0) await time.clock.sleep(readMs, closed.signal);
