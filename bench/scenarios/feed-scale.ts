@@ -8,6 +8,7 @@
  */
 import { freePort } from '../../test/support/processes.js';
 import { waitFor } from '../../test/support/wait-for.js';
+import { parseMetrics, samplesOf } from '../../test/support/metrics-text.js';
 import { autocannon, variedAutocannon } from '../support/autocannon.js';
 import { gatewayProcess } from '../support/bench-process.js';
 import { withCpu } from '../support/cpu-usage.js';
@@ -153,15 +154,20 @@ async function scaleGateway(ctx: BenchContext, database: string, name: string, e
   });
 }
 
-/** The gateway's feed_first_pages_total by source, from its /metrics. */
-async function firstPageSources(gatewayUrl: string): Promise<{ memory: number; store: number }> {
-  const text = await (await fetch(`${gatewayUrl}/metrics`)).text();
-  const count = (source: string) => {
-    const found = new RegExp(`^feed_first_pages_total\\{source="${source}"\\} (\\S+)$`, 'm').exec(text);
-    if (found === null) throw new Error(`the gateway reports no feed_first_pages_total{source="${source}"}`);
-    return Number(found[1]);
+/** The gateway's samples from its /metrics, and the value of the one among them named `name` with `labels`. */
+async function gatewayMetrics(gatewayUrl: string): Promise<(name: string, labels?: Readonly<Record<string, string>>) => number> {
+  const samples = parseMetrics(await (await fetch(`${gatewayUrl}/metrics`)).text());
+  return (name, labels = {}) => {
+    const [sample, ...more] = samplesOf(samples, name, labels);
+    if (sample === undefined || more.length > 0) throw new Error(`the gateway reports no single ${name} ${JSON.stringify(labels)}`);
+    return sample.value;
   };
-  return { memory: count('memory'), store: count('store') };
+}
+
+/** The gateway's feed_first_pages_total by source. */
+async function firstPageSources(gatewayUrl: string): Promise<{ memory: number; store: number }> {
+  const metric = await gatewayMetrics(gatewayUrl);
+  return { memory: metric('feed_first_pages_total', { source: 'memory' }), store: metric('feed_first_pages_total', { source: 'store' }) };
 }
 
 /**
@@ -257,7 +263,7 @@ async function pollFirstPages(
   select1: number,
 ): Promise<Row[]> {
   const rows: Row[] = [];
-  await waitFor('the polled gateway to follow the store\'s writes', async () => (/^feed_first_pages_watched 1$/m.test(await (await fetch(`${polled.url}/metrics`)).text()) ? true : undefined));
+  await waitFor('the polled gateway to follow the store\'s writes', async () => ((await gatewayMetrics(polled.url))('feed_first_pages_watched') === 1 ? true : undefined));
   const active = Array.from({ length: PROJECTS - 2 * IDLE_PROJECTS }, (_, k) => k + 2 * IDLE_PROJECTS);
   const requests = active.map((p) => ({ url: `${polled.url}/core/api/v1/projects/${project(p)}/events?limit=${PAGE}`, orgId: org(p) }));
   for (const writtenPerSecond of [0, PROJECTS / 10]) {

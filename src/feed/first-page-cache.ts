@@ -70,8 +70,8 @@ export function createFirstPageCache<T>(options: FirstPageCacheOptions): FirstPa
   const marks = new Map<string, number>();
   let forgotten = 0;
   const markOf = (owner: string) => marks.get(owner) ?? forgotten;
-  // Whether pages may be kept and served now; `epoch` moves whenever every page is dropped,
-  // so a read that began before is not kept.
+  // Whether pages may be kept and served now; `epoch` moves whenever every page is dropped
+  // (going blind among them), so a read that began before is not kept.
   let seeing = options.watched !== true;
   let epoch = 0;
   const dropAll = () => {
@@ -107,7 +107,7 @@ export function createFirstPageCache<T>(options: FirstPageCacheOptions): FirstPa
       const began = writes;
       const beganIn = epoch;
       const value = await run();
-      if (seeing && epoch === beganIn && markOf(who) <= began) {
+      if (epoch === beganIn && markOf(who) <= began) {
         pages.delete(key);
         while (pages.size >= capacity) pages.delete(pages.keys().next().value!);
         pages.set(key, { owner: who, value, readAt: at });

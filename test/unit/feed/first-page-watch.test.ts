@@ -60,6 +60,11 @@ function scriptedStore() {
   };
 }
 
+/** Each window starts where the one before it ended: no gap, no overlap. */
+function expectContiguous(windows: readonly { from: string; before: string }[]): void {
+  for (let i = 1; i < windows.length; i += 1) expect(windows[i]!.from, `window ${i} starts where the one before it ended`).to.equal(windows[i - 1]!.before);
+}
+
 describe('first page watch', () => {
   let watch: FirstPageWatch | undefined;
   afterEach(async () => {
@@ -76,7 +81,7 @@ describe('first page watch', () => {
     await waitFor('the first poll to let the cache see', async () => (cache.calls.some((c) => c.kind === 'see') ? true : undefined));
     await waitFor('three windows asked', async () => (store.windows.length >= 3 ? true : undefined));
     expect(cache.calls.filter((c) => c.kind === 'blind'), 'never blind while polls succeed').to.deep.equal([]);
-    for (let i = 1; i < store.windows.length; i += 1) expect(store.windows[i]!.from, `window ${i} starts where the one before it ended`).to.equal(store.windows[i - 1]!.before);
+    expectContiguous(store.windows);
   });
 
   it('drops the pages of every project another process wrote, and all of them when too many were written to name', async () => {
@@ -92,18 +97,23 @@ describe('first page watch', () => {
     await waitFor('every page dropped', async () => (cache.calls.some((c) => c.kind === 'invalidateAll') ? true : undefined));
   });
 
-  for (const failing of ['fails', 'window fails'] as const) {
-    it(`leaves the cache blind while polls fail (${failing === 'fails' ? 'the horizon' : 'the window'}), and lets it see again, with no window skipped, once one succeeds`, async () => {
+  const failures = [
+    { next: 'fails', what: 'polls fail (the horizon)', pollMs: 5 },
+    { next: 'window fails', what: 'polls fail (the window)', pollMs: 5 },
+    { next: 'hangs', what: 'a poll takes longer than the interval', pollMs: 20 },
+  ] as const;
+  for (const failure of failures) {
+    it(`leaves the cache blind while ${failure.what}, and lets it see again, with no window skipped, once a poll ends well`, async () => {
       const store = scriptedStore();
       const cache = recordingCache();
-      start(store, cache);
+      start(store, cache, failure.pollMs);
       await waitFor('the cache to see', async () => (cache.last() === 'see' && store.windows.length > 0 ? true : undefined));
-      store.next = failing;
+      store.next = failure.next;
       await waitFor('the cache blind', async () => (cache.last() === 'blind' ? true : undefined));
       const asked = store.windows.length;
       store.next = 'ok';
       await waitFor('the cache to see again', async () => (cache.last() === 'see' && store.windows.length > asked + 1 ? true : undefined));
-      for (let i = 1; i < store.windows.length; i += 1) expect(store.windows[i]!.from, `window ${i} starts where the one before it ended`).to.equal(store.windows[i - 1]!.before);
+      expectContiguous(store.windows);
     });
   }
 
@@ -119,20 +129,7 @@ describe('first page watch', () => {
     await waitFor('windows asked again', async () => (store.windows.length >= asked + 2 ? true : undefined));
     const after = store.windows.slice(asked);
     expect(after[0]!.from < store.windows[asked - 1]!.before, 'the first window after the step starts below the last one before it').to.equal(true);
-    for (let i = 1; i < after.length; i += 1) expect(after[i]!.from).to.equal(after[i - 1]!.before);
-  });
-
-  it('leaves the cache blind while a poll takes longer than the interval, and lets it see once the poll ends', async () => {
-    const store = scriptedStore();
-    const cache = recordingCache();
-    start(store, cache, 20);
-    await waitFor('the cache to see', async () => (cache.last() === 'see' ? true : undefined));
-    store.next = 'hangs';
-    await waitFor('the cache blind during the slow poll', async () => (cache.last() === 'blind' ? true : undefined));
-    const asked = store.windows.length;
-    store.next = 'ok';
-    await waitFor('the cache to see again', async () => (cache.last() === 'see' && store.windows.length > asked + 1 ? true : undefined));
-    for (let i = 1; i < store.windows.length; i += 1) expect(store.windows[i]!.from, `window ${i} starts where the one before it ended`).to.equal(store.windows[i - 1]!.before);
+    expectContiguous(after);
   });
 
   it('leaves the cache blind once stopped', async () => {
