@@ -154,11 +154,16 @@ async function scaleGateway(ctx: BenchContext, database: string, name: string, e
   });
 }
 
-/** The gateway's samples from its /metrics, and the value of the one among them named `name` with `labels`. */
-async function gatewayMetrics(gatewayUrl: string): Promise<(name: string, labels?: Readonly<Record<string, string>>) => number> {
+/**
+ * The gateway's samples from its /metrics, and the value of the one among them named
+ * `name` with `labels`. A counter's labelled series appears only once it first counts, so
+ * `absent` is what a series not there yet reads as (undefined: none may be missing).
+ */
+async function gatewayMetrics(gatewayUrl: string): Promise<(name: string, labels?: Readonly<Record<string, string>>, absent?: number) => number> {
   const samples = parseMetrics(await (await fetch(`${gatewayUrl}/metrics`)).text());
-  return (name, labels = {}) => {
+  return (name, labels = {}, absent) => {
     const [sample, ...more] = samplesOf(samples, name, labels);
+    if (sample === undefined && absent !== undefined) return absent;
     if (sample === undefined || more.length > 0) throw new Error(`the gateway reports no single ${name} ${JSON.stringify(labels)}`);
     return sample.value;
   };
@@ -167,7 +172,7 @@ async function gatewayMetrics(gatewayUrl: string): Promise<(name: string, labels
 /** The gateway's feed_first_pages_total by source. */
 async function firstPageSources(gatewayUrl: string): Promise<{ memory: number; store: number }> {
   const metric = await gatewayMetrics(gatewayUrl);
-  return { memory: metric('feed_first_pages_total', { source: 'memory' }), store: metric('feed_first_pages_total', { source: 'store' }) };
+  return { memory: metric('feed_first_pages_total', { source: 'memory' }, 0), store: metric('feed_first_pages_total', { source: 'store' }, 0) };
 }
 
 /**

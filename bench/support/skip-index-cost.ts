@@ -1,10 +1,13 @@
 /**
- * What the feed's set skip indexes (project_idx, domain_idx, entity_idx, action_idx) cost
- * ingestion: the same pre-encoded JSONEachRow batches of 50,000 events over 1,000 projects
- * inserted into a chDB store with the product's table, with project_idx alone of the four,
- * and with none of them, the variants taking turns for ROUNDS rounds so that the machine's
- * drift falls on each. Prints one JSON line per round and variant, then each variant's
- * total insert time over the one without the four.
+ * What the feed's set skip indexes (project_idx, domain_idx, entity_idx, action_idx) and
+ * its spans (docs/decisions/feed-storage.md, "Spans": a batch's span rows written before
+ * it, and the view event_spans_view) cost ingestion: the same pre-encoded JSONEachRow
+ * batches of 50,000 events over 1,000 projects inserted into a chDB store with the
+ * product's tables, without the spans (no span rows, no view), with project_idx alone of
+ * the four indexes, and with none of them, the variants taking turns for ROUNDS rounds so
+ * that the machine's drift falls on each. Prints one JSON line per round and variant, then
+ * each variant's total insert time over the one without the four indexes, the product's
+ * over the one without spans, and the microseconds an event spanRows took to build them.
  *   node --import tsx bench/support/skip-index-cost.ts [COUNT] [ROUNDS]
  */
 import { randomUUID } from 'node:crypto';
@@ -14,15 +17,19 @@ import { join } from 'node:path';
 import { drainPending, Session } from 'chdb';
 import { storableEvent } from '../../src/store/event-rows.js';
 import { eventRowText } from '../../src/store/event-row-text.js';
+import { spanRows } from '../../src/store/event-spans.js';
 import { migrationStatements } from '../../src/store/migrations.js';
 import { INSERT_SETTINGS, jsonEachRowBody } from '../../src/store/sql-transport.js';
 import { telemetry } from './bench-events.js';
 
 const [count = '1000000', rounds = '3'] = process.argv.slice(2);
 const FEED_INDEXES = ['project_idx', 'domain_idx', 'entity_idx', 'action_idx'];
-/** Each variant by the feed indexes it leaves out of the product's table. */
+/** What keeps the spans: the view, and the rows the store writes before each batch. */
+const SPANS = 'event_spans_view';
+/** Each variant by what it leaves out of the product's tables: feed indexes, the spans. */
 const VARIANTS: Record<string, readonly string[]> = {
   'the product table': [],
+  'without spans': [SPANS],
   'project_idx only': FEED_INDEXES.slice(1),
   'none of the four': FEED_INDEXES,
 };
@@ -31,7 +38,15 @@ const ORGS = Array.from({ length: 100 }, () => randomUUID());
 
 const events = telemetry(Number(count), ORGS[0]!, PROJECTS[0]!).map((e, i) => ({ ...e, org_id: ORGS[i % 100]!, project_id: PROJECTS[i % 1000]! }));
 const bodies: Buffer[] = [];
-for (let i = 0; i < events.length; i += 50_000) bodies.push(jsonEachRowBody(events.slice(i, i + 50_000).map((e) => eventRowText(storableEvent(e)))));
+const spanBodies: Buffer[] = [];
+let spanMicros = 0;
+for (let i = 0; i < events.length; i += 50_000) {
+  const batch = events.slice(i, i + 50_000).map((e) => storableEvent(e));
+  bodies.push(jsonEachRowBody(batch.map(eventRowText)));
+  const started = process.hrtime.bigint();
+  spanBodies.push(jsonEachRowBody(spanRows(batch)));
+  spanMicros += Number(process.hrtime.bigint() - started) / 1e3;
+}
 
 async function insertSeconds(leftOut: readonly string[]): Promise<number> {
   const dir = mkdtempSync(join(tmpdir(), 'core-gateway-skip-index-'));
@@ -40,8 +55,13 @@ async function insertSeconds(leftOut: readonly string[]): Promise<number> {
     for (const statement of migrationStatements({ kind: 'single' })) {
       if (!leftOut.some((name) => statement.includes(` ${name} `))) session.query(statement);
     }
+    const spans = !leftOut.includes(SPANS);
     const started = process.hrtime.bigint();
-    for (const body of bodies) await session.insert({ table: 'events', values: body, format: 'JSONEachRow', settings: INSERT_SETTINGS });
+    for (const [k, body] of bodies.entries()) {
+      // As the store writes a batch: its spans, then its events.
+      if (spans) await session.insert({ table: 'event_spans', values: spanBodies[k]!, format: 'JSONEachRow', settings: INSERT_SETTINGS });
+      await session.insert({ table: 'events', values: body, format: 'JSONEachRow', settings: INSERT_SETTINGS });
+    }
     return Number(process.hrtime.bigint() - started) / 1e9;
   } finally {
     session.close();
@@ -64,3 +84,11 @@ for (let round = 0; round < Number(rounds); round++) {
 }
 const base = totals.get('none of the four')!;
 console.log(JSON.stringify(Object.fromEntries(names.map((name) => [`${name}: insert time over none`, Number((totals.get(name)! / base).toFixed(3))]))));
+const product = totals.get('the product table')! / totals.get('without spans')!;
+console.log(
+  JSON.stringify({
+    'the product table: insert time over without spans': Number(product.toFixed(3)),
+    'span rows built, µs an event': Number((spanMicros / events.length).toFixed(3)),
+    'span rows a batch of 50,000': Math.round(spanBodies.reduce((n, b) => n + b.toString().split('\n').length - 1, 0) / spanBodies.length),
+  }),
+);

@@ -4,7 +4,7 @@ import { schemasById } from '../schemas/schema-files.js';
 import type { EventHead, StorableEvent } from '../store/event-store.js';
 import { plainUtcToStore } from '../store/timestamps.js';
 
-const HEAD = ['id', 'org_id', 'project_id', 'occurred_at'] as const;
+const HEAD = ['id', 'org_id', 'project_id', 'occurred_at', 'domain', 'entity', 'action'] as const;
 
 const BOM = Buffer.from([0xef, 0xbb, 0xbf]);
 const isJsonWhitespace = (c: number) => c === 0x20 || c === 0x0a || c === 0x0d || c === 0x09;
@@ -38,6 +38,9 @@ class CheckedBytes implements StorableEvent, EventHead {
     readonly org_id: string,
     readonly project_id: string,
     readonly occurred_at: string,
+    readonly domain: string,
+    readonly entity: string,
+    readonly action: string,
     readonly storedAt: string,
   ) {}
 
@@ -62,8 +65,8 @@ export function createCanonicalEventReader(): (bytes: Buffer) => StorableEvent |
   return (value) => {
     const bytes = jsonTextOf(value);
     if (!check(bytes, found)) return undefined;
-    const [id, org_id, project_id, occurred_at] = found as [string, string, string, string];
+    const [id, org_id, project_id, occurred_at, domain, entity, action] = found as [string, string, string, string, string, string, string];
     // The validator takes only plain UTC timestamps in the store's range.
-    return new CheckedBytes(bytes, id, org_id, project_id, occurred_at, plainUtcToStore(occurred_at));
+    return new CheckedBytes(bytes, id, org_id, project_id, occurred_at, domain, entity, action, plainUtcToStore(occurred_at));
   };
 }

@@ -4,6 +4,7 @@ import type { EventStore, FeedQuery, FeedSlice } from './event-store.js';
 import { feedSql, olderEventSql } from './feed-sql.js';
 import { storeTextMs, WINDOW_PLAN, windowsStart, windowWalk, type FeedWindow, type WindowPlan } from './feed-windows.js';
 import { createWindowHints, type WindowHints } from './window-hints.js';
+import { scopeSpan, spanAnswers, spanRows, spanStep, type ScopeSpan } from './event-spans.js';
 import { createClickHouseTail } from './clickhouse-tail.js';
 import { createClickHouseProjectChanges } from './clickhouse-project-changes.js';
 import { splitByPartitions } from './event-batches.js';
@@ -56,6 +57,9 @@ export function createClickHouseEventStore(transport: SqlTransport, options: Fee
   const readPage = options.batching === false ? alone : batchedPageReads(transport, alone, options.batching ?? PAGE_BATCHING);
   return {
     async insertEvents(events) {
+      // Spans first, visible before any of the events: a page that reads an event never
+      // reads a span narrower than it (docs/decisions/feed-storage.md, "Spans").
+      await transport.insert('event_spans', spanRows(events));
       for (const part of splitByPartitions(events)) await transport.insert('events', part.map(eventRowText));
     },
     async probeWrite() {
@@ -67,15 +71,37 @@ export function createClickHouseEventStore(transport: SqlTransport, options: Fee
       const rows: EventRow[] = [];
       let lowest: string | undefined;
       let skipped = false;
+      /** The scope's span once an empty window asked for it (docs/decisions/feed-storage.md, "Spans"). */
+      let span: ScopeSpan | undefined;
+      /** Whether the span has been read, or has nothing to say (a `device_id` or `fleet_id` filter). */
+      let spanRead = !spanAnswers(query.filters);
       for (let window = walk.next(); window !== undefined; window = walk.next()) {
         const read = (after: FeedQuery['after'], limit: number) => readPage({ ...query, after, limit }, window);
         const found = await readDistinct(read, query.after, query.limit - rows.length, rows.at(-1));
         rows.push(...found);
         lowest = window.from;
         if (rows.length >= query.limit || lowest === undefined) break;
+        if (span !== undefined && span.oldest >= lowest) {
+          // Every event of the scope at or above its oldest has been read: the range ends here.
+          lowest = undefined;
+          break;
+        }
         if (found.length > 0) {
           // The page's total so far, not this window's: the rate is over all the windows read.
           walk.paceFor(rows.length, query.limit - rows.length);
+          continue;
+        }
+        if (!spanRead) {
+          spanRead = true;
+          span = await scopeSpan(transport, query);
+          const step = spanStep(span, rows.length, lowest, walk.reach, query.filters.since);
+          if (step.kind === 'end') lowest = undefined;
+          if (step.kind === 'reach') lowest = walk.reach;
+          if (step.kind === 'end' || step.kind === 'reach') break;
+          if (step.kind === 'skip') {
+            skipped = true;
+            walk.skipTo(step.newestMs);
+          }
           continue;
         }
         if (!walk.canSkip) continue;
@@ -95,10 +121,13 @@ export function createClickHouseEventStore(transport: SqlTransport, options: Fee
       // A page that skipped a gap says nothing about the scope's rate.
       if (rows.length >= query.limit && last !== undefined && !skipped) hints.learn(query, windowsStart(query, nowMs) - storeTextMs(last.occurred_at), plan);
       if (rows.length >= query.limit || lowest === undefined) return { events };
-      // The page stopped above the range's end: go on below only if the project has anything there.
+      // The page stopped above the range's end: go on below only if the scope has anything there.
+      const resume = { events, resumeAfter: { occurredAt: lowest, id: NIL_UUID } };
+      const since = query.filters.since;
+      if (span !== undefined) return span.oldest < lowest && (since === undefined || span.newest >= since) ? resume : { events };
       const { sql, params } = olderEventSql(query, lowest);
       const older = await transport.query<{ found: number }>(sql, params);
-      return older.length === 0 ? { events } : { events, resumeAfter: { occurredAt: lowest, id: NIL_UUID } };
+      return older.length === 0 ? { events } : resume;
     },
     ...createClickHouseTail(transport),
     ...createClickHouseProjectChanges(transport),

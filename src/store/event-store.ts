@@ -43,8 +43,8 @@ export interface StoredEvent {
   readonly position: FeedPosition;
 }
 
-/** What an event is known by before it is read whole: its identity and its timestamp as it arrived. */
-export type EventHead = Pick<CanonicalEvent, 'id' | 'org_id' | 'project_id' | 'occurred_at'>;
+/** What an event is known by before it is read whole: its identity, its timestamp as it arrived, and the scope its span is kept for (src/store/event-spans.ts). */
+export type EventHead = Pick<CanonicalEvent, 'id' | 'org_id' | 'project_id' | 'occurred_at' | 'domain' | 'entity' | 'action'>;
 
 /**
  * An event checked against its schema, as validation hands it to the store: occurred_at

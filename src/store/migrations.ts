@@ -1,4 +1,5 @@
-import type { SqlTransport } from './sql-transport.js';
+import { EVENT_SPANS_COLUMNS, EVENT_SPANS_ORDER, eventSpansSelect } from './event-spans.js';
+import type { SqlParams, SqlTransport } from './sql-transport.js';
 
 /** How the tables are laid out: one node, or a cluster of shards behind Distributed tables. */
 export type StoreLayout =
@@ -19,7 +20,7 @@ interface TableSpec {
   readonly name: string;
   readonly columns: string;
   /** A MergeTree-family engine and its arguments; the replicated form is derived. */
-  readonly engine: { readonly family: 'ReplacingMergeTree' | 'MergeTree'; readonly args: string };
+  readonly engine: { readonly family: 'ReplacingMergeTree' | 'AggregatingMergeTree' | 'MergeTree'; readonly args: string };
   readonly clauses: string;
   /**
    * Skip indexes added with ALTER after the table exists, so that a table created by an
@@ -92,6 +93,15 @@ const TABLES: readonly TableSpec[] = [
     projections: ['by_device (SELECT * ORDER BY (org_id, project_id, device_id, occurred_at, id))'],
     shardingKey: 'cityHash64(org_id, project_id)',
   },
+  // Where each scope's events lie in time (src/store/event-spans.ts), filled by spansView below;
+  // sharded as events are, so a project's span lives on its events' shard.
+  {
+    name: 'event_spans',
+    columns: EVENT_SPANS_COLUMNS,
+    engine: { family: 'AggregatingMergeTree', args: '' },
+    clauses: EVENT_SPANS_ORDER,
+    shardingKey: 'cityHash64(org_id, project_id)',
+  },
   // Idempotency-Key records: the first record for a key wins; entries expire after a day.
   {
     name: 'idempotency_keys',
@@ -146,8 +156,18 @@ function addProjections(t: TableSpec, table: string, onCluster: string): string[
   ];
 }
 
-/** Idempotent DDL for the layout, run at every start. */
-export function migrationStatements(layout: StoreLayout): string[] {
+/**
+ * The materialized view that keeps event_spans: it runs on every insert into the events
+ * table of the node that takes the insert, so on a cluster it sits on the local tables.
+ */
+function spansView(layout: StoreLayout): string {
+  if (layout.kind === 'single') return `CREATE MATERIALIZED VIEW IF NOT EXISTS event_spans_view TO event_spans AS\n  ${eventSpansSelect('events')}`;
+  const onCluster = layout.replicated ? ` ON CLUSTER ${layout.cluster}` : '';
+  return `CREATE MATERIALIZED VIEW IF NOT EXISTS event_spans_view${onCluster} TO event_spans_local AS\n  ${eventSpansSelect('events_local')}`;
+}
+
+/** Each table's DDL: on one node the table itself; on a cluster a local table and a Distributed one over it. */
+function tableStatements(layout: StoreLayout): string[] {
   if (layout.kind === 'single') {
     return TABLES.flatMap((t) => [
       `CREATE TABLE IF NOT EXISTS ${t.name} (\n    ${t.columns}\n  ) ENGINE = ${engineOf(t, false)}\n  ${t.clauses}`,
@@ -164,6 +184,77 @@ export function migrationStatements(layout: StoreLayout): string[] {
   ]);
 }
 
-export async function migrate(transport: SqlTransport, layout: StoreLayout = { kind: 'single' }): Promise<void> {
-  for (const statement of migrationStatements(layout)) await transport.command(statement);
+/**
+ * Which backfills a node has run. A table of its own on every node, never replicated: a
+ * backfill is idempotent, so a node that runs one another node already ran costs time only.
+ */
+function backfillsTable(layout: StoreLayout): string {
+  const onCluster = layout.kind === 'cluster' && layout.replicated ? ` ON CLUSTER ${layout.cluster}` : '';
+  return `CREATE TABLE IF NOT EXISTS store_backfills${onCluster} (name String, done_at DateTime64(3, 'UTC') DEFAULT now64(3)) ENGINE = MergeTree ORDER BY name`;
+}
+
+/** Idempotent DDL for the layout, run at every start: the tables, the view between two of them, the backfills' ledger. */
+export function migrationStatements(layout: StoreLayout): string[] {
+  return [...tableStatements(layout), spansView(layout), backfillsTable(layout)];
+}
+
+/**
+ * The spans of the events written before the view existed, one month (one partition) per
+ * statement, so that no statement reads more than a month of events and each stays within
+ * the client's request timeout. On a replicated cluster the node the gateway reaches fills
+ * every shard through the Distributed tables (each row written before the insert returns);
+ * on a cluster without Keeper every shard runs its own migrations, so each fills its own.
+ */
+export function spansBackfill(layout: StoreLayout): { readonly source: string; readonly statement: string } {
+  const [target, source, settings] =
+    layout.kind === 'single'
+      ? ['event_spans', 'events', '']
+      : layout.replicated
+        ? ['event_spans', 'events', ' SETTINGS distributed_foreground_insert = 1']
+        : ['event_spans_local', 'events_local', ''];
+  return { source, statement: `INSERT INTO ${target}${settings} ${eventSpansSelect(source, 'toYYYYMM(occurred_at) = {month:UInt32}')}` };
+}
+
+/** The months from `first` to `last`, both YYYYMM. */
+export function monthsBetween(first: number, last: number): number[] {
+  const months: number[] = [];
+  for (let month = first; month <= last; month = month % 100 === 12 ? month + 89 : month + 1) months.push(month);
+  return months;
+}
+
+/**
+ * How long a backfill waits, once it has created the view over a table that already
+ * existed, before reading it: an insert begun before the view existed writes no span, and
+ * one still running when the backfill reads its month would be missed by both. Longer than
+ * the client lets an insert run (CLICKHOUSE_REQUEST_TIMEOUT_MS, 10 s by default).
+ */
+export const BACKFILL_SETTLE_MS = 15_000;
+
+const countOf = async (transport: SqlTransport, sql: string, params?: SqlParams): Promise<number> =>
+  Number((await transport.query<{ n: number | string }>(sql, params))[0]?.n ?? 0);
+
+const tableExists = (transport: SqlTransport, name: string) =>
+  countOf(transport, 'SELECT count() AS n FROM system.tables WHERE database = currentDatabase() AND name = {name:String}', { name }).then((n) => n > 0);
+
+export interface MigrateOptions {
+  /** BACKFILL_SETTLE_MS unless set. */
+  readonly settleMs?: number;
+}
+
+export async function migrate(transport: SqlTransport, layout: StoreLayout = { kind: 'single' }, options: MigrateOptions = {}): Promise<void> {
+  const { source, statement } = spansBackfill(layout);
+  // Inserts that began before the view can only have come from a table that was already there.
+  const upgrading = (await tableExists(transport, source)) && !(await tableExists(transport, 'event_spans_view'));
+  for (const ddl of migrationStatements(layout)) await transport.command(ddl);
+  if ((await countOf(transport, "SELECT count() AS n FROM store_backfills WHERE name = 'event_spans'")) > 0) return;
+  if (upgrading) await new Promise((resolve) => setTimeout(resolve, options.settleMs ?? BACKFILL_SETTLE_MS));
+  // min and max of the partition key are read from the parts' own minmax indexes.
+  const [range] = await transport.query<{ rows: number | string; first: number | string; last: number | string }>(
+    `SELECT count() AS rows, toYYYYMM(min(occurred_at)) AS first, toYYYYMM(max(occurred_at)) AS last FROM ${source}`,
+  );
+  if (range !== undefined && Number(range.rows) > 0) {
+    for (const month of monthsBetween(Number(range.first), Number(range.last))) await transport.command(statement, { month });
+  }
+  // Recorded only once every month has run: a crash in between runs it all again, which is safe.
+  await transport.command("INSERT INTO store_backfills (name) VALUES ('event_spans')");
 }

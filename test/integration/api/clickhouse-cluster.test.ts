@@ -57,11 +57,17 @@ describe('the gateway on a ClickHouse cluster, through Distributed tables [click
     expect(tables.map((t) => `${t.name} ${t.engine}`)).to.deep.equal([
       'command_log Distributed',
       'command_log_local MergeTree',
+      'event_spans Distributed',
+      'event_spans_local AggregatingMergeTree',
+      // On the local table: it runs on the inserts each shard takes.
+      'event_spans_view MaterializedView',
       'events Distributed',
       'events_local ReplacingMergeTree',
       'idempotency_keys Distributed',
       'idempotency_keys_local MergeTree',
+      'store_backfills MergeTree',
     ]);
+    expect(tables.find((t) => t.name === 'event_spans')!.engine_full).to.match(/^Distributed\('gateway_cluster', '\w+', 'event_spans_local', cityHash64\(org_id, project_id\)\)/);
     expect(tables.find((t) => t.name === 'events')!.engine_full).to.match(/^Distributed\('gateway_cluster', '\w+', 'events_local', cityHash64\(org_id, project_id\)\)/);
   });
 
@@ -138,6 +144,22 @@ describe('the gateway on a ClickHouse cluster, through Distributed tables [click
     expect(expected.map((page) => page.length)).to.deep.equal(tenants.map(() => 20));
     expect(await pages(together)).to.deep.equal(expected);
     expect(counted.sent.filter(isBatchOfReads).length, 'batches sent').to.be.above(0);
+  });
+
+  it("ends the page of an empty project, and of a filter that matches nothing, at the span read through the Distributed table", async () => {
+    const tenant = gw!.tenant();
+    await gw!.seed(eventSeries(5, { org_id: tenant.orgId, project_id: tenant.projectId }));
+    const counted = recordingTransport(sql!);
+    const store = createClickHouseEventStore(counted, { batching: false });
+    const page = async (projectId: string, filters: Parameters<EventStore['listEvents']>[0]['filters']) => {
+      const before = counted.sent.length;
+      const slice = await store.listEvents({ orgId: tenant.orgId, projectId, filters, after: undefined, limit: 10 });
+      return { ids: slice.events.map((e) => e.event.id), resumeAfter: slice.resumeAfter, queries: counted.sent.length - before };
+    };
+    expect(await page(uuid(), {}), 'an empty project: the first window, the span').to.deep.equal({ ids: [], resumeAfter: undefined, queries: 2 });
+    expect(await page(tenant.projectId, { action: 'never-happened' }), 'nothing matches').to.deep.equal({ ids: [], resumeAfter: undefined, queries: 2 });
+    const [span] = await sql!.query<{ rows: string }>('SELECT count() AS rows FROM event_spans_local WHERE project_id = {p:UUID}', { p: tenant.projectId });
+    expect(Number(span!.rows), "the project's span, on its shard's local table").to.be.above(0);
   });
 
   it("reads a feed page through the shard's primary key, in reverse order", async () => {

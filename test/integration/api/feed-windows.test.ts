@@ -11,6 +11,7 @@ import { feedWindows, WINDOW_PLAN, type WindowPlan } from '../../../src/store/fe
 import { readDistinct } from '../../../src/store/fold-copies.js';
 import type { SqlTransport } from '../../../src/store/sql-transport.js';
 import { toStoreTimestamp } from '../../../src/store/timestamps.js';
+import { NIL_UUID } from '../../../src/ids/uuid.js';
 import { canonicalEvent, microsFrom, uuid } from '../../support/factories.js';
 import { recordingTransport, type RecordingTransport } from '../../support/recording-transport.js';
 import type { TestGateway } from '../../support/test-gateway.js';
@@ -196,14 +197,17 @@ describeOnEachStore('feed windows: bounded pages equal the plain query', (gatewa
     }
   });
 
-  it('ends the walk of a filter that matches nothing at the project\'s oldest event, not in 1900', async function () {
+  it('ends the walk of a filter that matches nothing in its first page when the scope has a span, and at the project\'s oldest event, not in 1900, when it has none', async function () {
     this.timeout(300_000);
-    const pages = await walk(fewProbes, { ...project.scope, filters: { action: 'never-happened' } }, [10]);
-    expect(pages.flat()).to.deep.equal([]);
-    // A page's five windows span 78 minutes: about 11 pages reach the oldest event, 14 hours
-    // back, and nothing ends the walk there but the project's own oldest event (1900 is a
-    // million pages on).
-    expect(pages.length).to.be.within(2, 40);
+    // The span of (project, action) holds nothing: the first empty window ends the walk.
+    const spanned = await walk(fewProbes, { ...project.scope, filters: { action: 'never-happened' } }, [10]);
+    expect(spanned).to.deep.equal([[]]);
+    // A device filter has no span. A page's five windows span 78 minutes: about 11 pages
+    // reach the oldest event, 14 hours back, and nothing ends the walk there but the
+    // project's own oldest event (1900 is a million pages on).
+    const unspanned = await walk(fewProbes, { ...project.scope, filters: { deviceId: uuid() } }, [10]);
+    expect(unspanned.flat()).to.deep.equal([]);
+    expect(unspanned.length).to.be.within(2, 40);
   });
 
   it('matches the plain query on random histories and random page walks', async function () {
@@ -286,41 +290,50 @@ describeOnEachStore('feed windows: the probes a page makes are bounded', (gatewa
   }
 
   const days = (n: number, from = NOW) => new Date(from - n * 86_400_000).toISOString();
+  /** How far below its start the plan's windows reach: the sum of its twenty widths. */
+  const reachMs = () => Array.from({ length: WINDOW_PLAN.probes }, (_, k) => Math.min(WINDOW_PLAN.widestMs, WINDOW_PLAN.firstMs * WINDOW_PLAN.growth ** k)).reduce((a, b) => a + b, 0);
 
-  it('answers the first page of an empty project in six queries: windows to 24 days, a skip that finds nothing down to the reach, the check below', async () => {
+  it('answers the first page of an empty project in two queries: the first window, the span that holds nothing', async () => {
     const scope = { orgId: uuid(), projectId: uuid(), filters: {} };
     const { slice, queries } = await page(scope, 50);
     expect(slice).to.deep.equal({ events: [] });
-    expect(queries).to.equal(6);
+    expect(queries).to.equal(2);
   });
 
   it("jumps to a project's last events a year back in a few queries, and gives the plain query's pages", async function () {
     this.timeout(120_000);
     const scope = await projectAt(Array.from({ length: 30 }, (_, i) => days(365 + i / 4)));
     const first = await page(scope, 10);
-    expect(first.queries, 'queries of the first page: four windows, the skip, one 31-day window').to.equal(6);
+    expect(first.queries, 'queries of the first page: one window, the span, two windows down from its newest event').to.equal(4);
     expect(first.slice.events).to.have.length(11);
     expect(await walk(store, scope, [10])).to.deep.equal(await walk(plain, scope, [10]));
   });
 
-  it('answers a filter that matches nothing in a year of history in six queries, and ends the walk there', async () => {
+  it('answers a filter that matches nothing in a year of history in two queries where a span answers it, six where none does, and ends the walk there', async () => {
     const scope = await projectAt(Array.from({ length: 40 }, (_, i) => days(i * 9)));
-    for (const filters of [{ action: 'never-happened' }, { deviceId: uuid() }, { fleetId: uuid() }, { domain: 'nowhere', entity: 'nothing' }]) {
+    const cases: [FeedFilters, number][] = [
+      [{ action: 'never-happened' }, 2],
+      [{ domain: 'nowhere', entity: 'nothing' }, 2],
+      // Device and fleet have no span: four windows, a skip that finds nothing, the check below.
+      [{ deviceId: uuid() }, 6],
+      [{ fleetId: uuid() }, 6],
+    ];
+    for (const [filters, expected] of cases) {
       const { slice, queries } = await page({ ...scope, filters }, 50);
       expect(slice, JSON.stringify(filters)).to.deep.equal({ events: [] });
-      expect(queries, JSON.stringify(filters)).to.equal(6);
+      expect(queries, JSON.stringify(filters)).to.equal(expected);
     }
   });
 
-  it("stops a page at the plan's reach when the project's events lie two years below it, in six queries, and the walk still finds them", async function () {
+  it("stops a page at the plan's reach when the project's events lie two years below it, in two queries, and the walk still finds them", async function () {
     this.timeout(120_000);
     const scope = await projectAt(Array.from({ length: 12 }, (_, i) => days(2 * 365 + i)));
     const first = await page(scope, 10);
     expect(first.slice.events).to.deep.equal([]);
-    expect(first.slice.resumeAfter, 'a cursor below the reach').to.not.equal(undefined);
-    expect(first.queries).to.equal(6);
+    expect(first.slice.resumeAfter, 'a cursor at the reach').to.deep.equal({ occurredAt: toStoreTimestamp(new Date(NOW - reachMs()).toISOString()), id: NIL_UUID });
+    expect(first.queries, 'the first window, the span whose newest event lies below the reach').to.equal(2);
     const next = await page(scope, 10, first.slice.resumeAfter);
-    expect(next.queries, 'queries of the page after it: four windows, the skip, one window').to.equal(6);
+    expect(next.queries, 'queries of the page after it: one window, the span, three windows down from its newest event, the last two paced').to.equal(5);
     expect(next.slice.events).to.have.length(11);
     expect((await walk(store, scope, [10])).flat()).to.deep.equal((await walk(plain, scope, [10])).flat());
   });

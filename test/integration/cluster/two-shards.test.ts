@@ -100,10 +100,14 @@ describe('the gateway on two ClickHouse shards [cluster]', function () {
       expect(tables.map((t) => `${t.name} ${t.engine}`), `shard ${i + 1}`).to.deep.equal([
         'command_log Distributed',
         'command_log_local MergeTree',
+        'event_spans Distributed',
+        'event_spans_local AggregatingMergeTree',
+        'event_spans_view MaterializedView',
         'events Distributed',
         'events_local ReplacingMergeTree',
         'idempotency_keys Distributed',
         'idempotency_keys_local MergeTree',
+        'store_backfills MergeTree',
       ]);
     }
     // The servers have ZooKeeper: Idempotency-Key claims go to a KeeperMap table, one map for all.

@@ -29,7 +29,7 @@ function fullWay(bytes: Buffer): { event: CanonicalEvent; storedAt: string } | u
   }
 }
 
-const headOf = ({ id, org_id, project_id, occurred_at }: EventHead): EventHead => ({ id, org_id, project_id, occurred_at });
+const headOf = ({ id, org_id, project_id, occurred_at, domain, entity, action }: EventHead): EventHead => ({ id, org_id, project_id, occurred_at, domain, entity, action });
 
 /** A member as text, so that a test can write what JSON.stringify never does: a key twice, an escape, odd whitespace. */
 type Member = readonly [key: string, valueText: string];

@@ -1,7 +1,9 @@
 import { expect } from 'chai';
-import { migrationStatements } from '../../../src/store/migrations.js';
+import { migrationStatements, monthsBetween, spansBackfill } from '../../../src/store/migrations.js';
 
-const TABLES = ['events', 'idempotency_keys', 'command_log'];
+const TABLES = ['events', 'event_spans', 'idempotency_keys', 'command_log'];
+/** Each node's own record of the backfills it ran, created after the tables and the view. */
+const LEDGER = 'store_backfills';
 const CREATED = /^CREATE TABLE IF NOT EXISTS (\w+)/;
 const INGESTED_INDEX = 'ADD INDEX IF NOT EXISTS ingested_idx ingested_at TYPE minmax GRANULARITY 1';
 const PROJECT_INDEX = 'ADD INDEX IF NOT EXISTS project_idx project_id TYPE set(0) GRANULARITY 1';
@@ -11,9 +13,9 @@ const DEVICE_PROJECTION = 'ADD PROJECTION IF NOT EXISTS by_device (SELECT * ORDE
 const ALTERS = [INGESTED_INDEX, PROJECT_INDEX, ...FILTER_INDEXES, PROJECTION_MODE, DEVICE_PROJECTION];
 
 describe('migrations', () => {
-  it('creates the three tables on one node with MergeTree engines', () => {
+  it('creates the tables on one node with MergeTree engines', () => {
     const statements = migrationStatements({ kind: 'single' }).filter((s) => CREATED.test(s));
-    expect(statements.map((s) => /^CREATE TABLE IF NOT EXISTS (\w+) \(/.exec(s)?.[1])).to.deep.equal(TABLES);
+    expect(statements.map((s) => /^CREATE TABLE IF NOT EXISTS (\w+) \(/.exec(s)?.[1])).to.deep.equal([...TABLES, LEDGER]);
     expect(statements[0]).to.match(/ENGINE = ReplacingMergeTree\(ingested_at\)\s+PARTITION BY toYYYYMM\(occurred_at\)\s+ORDER BY \(org_id, project_id, occurred_at, id\)$/);
     for (const s of statements) expect(s).to.not.match(/ON CLUSTER|Replicated|Distributed/);
   });
@@ -41,8 +43,8 @@ describe('migrations', () => {
 
   it('creates replicated local tables and Distributed tables over them on every node of a cluster with Keeper', () => {
     const statements = migrationStatements({ kind: 'cluster', cluster: 'telemetry', replicated: true }).filter((s) => CREATED.test(s));
-    expect(statements).to.have.length(TABLES.length * 2);
-    const [eventsLocal, events, keysLocal, keys] = statements;
+    expect(statements).to.have.length(TABLES.length * 2 + 1);
+    const [eventsLocal, events, spansLocal, spans, keysLocal, keys] = statements;
     expect(eventsLocal).to.match(/^CREATE TABLE IF NOT EXISTS events_local ON CLUSTER telemetry \(/);
     expect(eventsLocal).to.include("ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', ingested_at)");
     expect(eventsLocal).to.include('ORDER BY (org_id, project_id, occurred_at, id)');
@@ -50,14 +52,59 @@ describe('migrations', () => {
     expect(events).to.equal(
       'CREATE TABLE IF NOT EXISTS events ON CLUSTER telemetry AS events_local\n  ENGINE = Distributed(telemetry, currentDatabase(), events_local, cityHash64(org_id, project_id))',
     );
+    expect(spansLocal).to.include("ENGINE = ReplicatedAggregatingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}')");
+    // A project's span on its events' shard.
+    expect(spans).to.include('Distributed(telemetry, currentDatabase(), event_spans_local, cityHash64(org_id, project_id))');
     expect(keysLocal).to.include("ENGINE = ReplicatedMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}')");
     expect(keys).to.include('Distributed(telemetry, currentDatabase(), idempotency_keys_local, cityHash64(org_id, scope, key))');
   });
 
   it('creates plain local tables and Distributed tables, without ON CLUSTER, on a cluster without Keeper', () => {
     const statements = migrationStatements({ kind: 'cluster', cluster: 'telemetry', replicated: false }).filter((s) => CREATED.test(s));
-    expect(statements.map((s) => CREATED.exec(s)?.[1])).to.deep.equal(TABLES.flatMap((t) => [`${t}_local`, t]));
+    expect(statements.map((s) => CREATED.exec(s)?.[1])).to.deep.equal([...TABLES.flatMap((t) => [`${t}_local`, t]), LEDGER]);
     for (const s of statements) expect(s).to.not.match(/ON CLUSTER|Replicated/);
     expect(statements[0]).to.include('ENGINE = ReplacingMergeTree(ingested_at)');
+  });
+
+  it('keeps the spans with a view on the table that takes inserts: events on one node, the local table on a cluster', () => {
+    const view = (statements: string[]) => statements.filter((s) => s.startsWith('CREATE MATERIALIZED VIEW'));
+    const [single] = view(migrationStatements({ kind: 'single' }));
+    expect(single).to.match(/^CREATE MATERIALIZED VIEW IF NOT EXISTS event_spans_view TO event_spans AS\s+SELECT .* FROM events\s+GROUP BY org_id, project_id, domain, entity, action$/s);
+    const [replicated] = view(migrationStatements({ kind: 'cluster', cluster: 'telemetry', replicated: true }));
+    expect(replicated).to.match(/^CREATE MATERIALIZED VIEW IF NOT EXISTS event_spans_view ON CLUSTER telemetry TO event_spans_local AS\s+SELECT .* FROM events_local\s+GROUP/s);
+    const [plain] = view(migrationStatements({ kind: 'cluster', cluster: 'telemetry', replicated: false }));
+    expect(plain).to.match(/^CREATE MATERIALIZED VIEW IF NOT EXISTS event_spans_view TO event_spans_local AS\s+SELECT .* FROM events_local\s+GROUP/s);
+    for (const layout of [{ kind: 'single' } as const, { kind: 'cluster', cluster: 'telemetry', replicated: true } as const]) {
+      const statements = migrationStatements(layout);
+      const at = (prefix: RegExp) => statements.findIndex((s) => prefix.test(s));
+      // After both tables it joins, and before the ledger whose backfill it must precede.
+      expect(at(/^CREATE MATERIALIZED VIEW/)).to.be.greaterThan(at(/^CREATE TABLE IF NOT EXISTS event_spans\b/));
+      expect(at(/^CREATE MATERIALIZED VIEW/)).to.be.lessThan(at(/^CREATE TABLE IF NOT EXISTS store_backfills/));
+    }
+  });
+
+  it('backfills the spans from the events a month at a time: through the Distributed tables on a replicated cluster, shard by shard without Keeper', () => {
+    const month = /WHERE toYYYYMM\(occurred_at\) = \{month:UInt32\}\s+GROUP BY org_id, project_id, domain, entity, action$/;
+    const single = spansBackfill({ kind: 'single' });
+    expect(single.source).to.equal('events');
+    expect(single.statement).to.match(/^INSERT INTO event_spans SELECT .* FROM events\s+/s).and.to.match(month);
+    // Each row written on its shard before the insert returns, so a page after the start sees it.
+    const replicated = spansBackfill({ kind: 'cluster', cluster: 'telemetry', replicated: true });
+    expect(replicated.statement).to.match(/^INSERT INTO event_spans SETTINGS distributed_foreground_insert = 1 SELECT .* FROM events\s+/s).and.to.match(month);
+    const plain = spansBackfill({ kind: 'cluster', cluster: 'telemetry', replicated: false });
+    expect(plain).to.deep.include({ source: 'events_local' });
+    expect(plain.statement).to.match(/^INSERT INTO event_spans_local SELECT .* FROM events_local\s+/s).and.to.match(month);
+  });
+
+  it('walks the months of a backfill across the turn of a year', () => {
+    expect(monthsBetween(202511, 202602)).to.deep.equal([202511, 202512, 202601, 202602]);
+    expect(monthsBetween(202603, 202603)).to.deep.equal([202603]);
+    expect(monthsBetween(199912, 200001)).to.deep.equal([199912, 200001]);
+  });
+
+  it('creates the ledger of backfills on every node of a replicated cluster, never replicated itself', () => {
+    const ledger = (layout: Parameters<typeof migrationStatements>[0]) => migrationStatements(layout).at(-1);
+    expect(ledger({ kind: 'cluster', cluster: 'telemetry', replicated: true })).to.match(/^CREATE TABLE IF NOT EXISTS store_backfills ON CLUSTER telemetry \(.*\) ENGINE = MergeTree ORDER BY name$/);
+    expect(ledger({ kind: 'single' })).to.match(/^CREATE TABLE IF NOT EXISTS store_backfills \(.*\) ENGINE = MergeTree ORDER BY name$/);
   });
 });
