@@ -6,9 +6,12 @@ import { createChdbTransport } from '../store/chdb-transport.js';
 import { createClickHouseIdempotencyStore } from '../store/clickhouse-idempotency-store.js';
 import { createClickHouseServerTransport } from '../store/clickhouse-server-transport.js';
 import { createKeeperMapIdempotencyStore, keeperMapTableStatement } from '../store/keeper-map-idempotency-store.js';
-import { migrate, type StoreLayout } from '../store/migrations.js';
+import { BACKFILL_SETTLE_MS, migrate, type MigrateOptions, type StoreLayout } from '../store/migrations.js';
 import type { SqlTransport } from '../store/sql-transport.js';
 import { isKeeperMapUnavailable } from '../store/store-errors.js';
+
+/** A backfill waits for inserts begun before its view to end: longer than the client lets one run. */
+const backfillSettle = (config: ClickHouseConfig): MigrateOptions => ({ settleMs: Math.max(BACKFILL_SETTLE_MS, config.requestTimeoutMs + 5000) });
 
 /**
  * An unreplicated cluster's tables, created shard by shard: ON CLUSTER needs Keeper DDL,
@@ -39,7 +42,7 @@ async function migrateShards(entry: SqlTransport, config: ClickHouseConfig, layo
   for (const url of cluster.shardUrls) {
     const shard = await createClickHouseServerTransport({ ...config, url });
     try {
-      await migrate(shard, layout);
+      await migrate(shard, layout, backfillSettle(config));
     } finally {
       await shard.close();
     }
@@ -56,7 +59,7 @@ export async function openStore(config: Config): Promise<SqlTransport> {
   const layout: StoreLayout = cluster === undefined ? { kind: 'single' } : { kind: 'cluster', cluster: cluster.name, replicated: cluster.replicated };
   try {
     if (config.clickhouse !== undefined) await migrateShards(transport, config.clickhouse, layout);
-    await migrate(transport, layout);
+    await migrate(transport, layout, config.clickhouse === undefined ? {} : backfillSettle(config.clickhouse));
   } catch (error) {
     await transport.close();
     throw error;

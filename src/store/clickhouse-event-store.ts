@@ -4,7 +4,7 @@ import type { EventStore, FeedQuery, FeedSlice } from './event-store.js';
 import { feedSql, olderEventSql } from './feed-sql.js';
 import { storeTextMs, WINDOW_PLAN, windowsStart, windowWalk, type FeedWindow, type WindowPlan } from './feed-windows.js';
 import { createWindowHints, type WindowHints } from './window-hints.js';
-import { scopeSpan, spanAnswers, spanRows, spanStep, type ScopeSpan } from './event-spans.js';
+import { scopeSpan, spanAnswers, spanHolds, spanHoldsBelow, spanRows, spanStep, type ScopeSpan } from './event-spans.js';
 import { createClickHouseTail } from './clickhouse-tail.js';
 import { createClickHouseProjectChanges } from './clickhouse-project-changes.js';
 import { splitByPartitions } from './event-batches.js';
@@ -14,11 +14,13 @@ import { batchedPageReads, PAGE_BATCHING, type PageBatching, type PageRead } fro
 import { NIL_UUID } from '../ids/uuid.js';
 
 /**
- * An insert into the events table that carries no row: it takes the inserts' own path (the
- * client, the engine, the table being there and writable) and leaves nothing behind, so it
- * can be sent whenever the consumer needs to ask. A row of its own would show in a feed.
+ * Inserts into the tables a batch is written to that carry no row: they take the inserts'
+ * own path (the client, the engine, the tables being there and writable) and leave
+ * nothing behind, so they can be sent whenever the consumer needs to ask. A row of its own
+ * would show in a feed. Both tables: a batch that failed on its spans is the store's
+ * fault, not its events', when the spans table cannot take a write.
  */
-const PROBE_WRITE = 'INSERT INTO events SELECT * FROM events WHERE 0';
+const PROBE_WRITES = ['INSERT INTO event_spans SELECT * FROM event_spans WHERE 0', 'INSERT INTO events SELECT * FROM events WHERE 0'];
 
 /**
  * The occurred_at of the newest event of the page's query (filters, cursor) in `window`,
@@ -63,7 +65,7 @@ export function createClickHouseEventStore(transport: SqlTransport, options: Fee
       for (const part of splitByPartitions(events)) await transport.insert('events', part.map(eventRowText));
     },
     async probeWrite() {
-      await transport.command(PROBE_WRITE);
+      for (const probe of PROBE_WRITES) await transport.command(probe);
     },
     async listEvents(query: FeedQuery): Promise<FeedSlice> {
       const nowMs = now();
@@ -81,6 +83,8 @@ export function createClickHouseEventStore(transport: SqlTransport, options: Fee
         rows.push(...found);
         lowest = window.from;
         if (rows.length >= query.limit || lowest === undefined) break;
+        // A row outside the span proves it stale (a writer other than the store): walk on without it.
+        if (span !== undefined && !spanHolds(span, found)) span = undefined;
         if (span !== undefined && span.oldest >= lowest) {
           // Every event of the scope at or above its oldest has been read: the range ends here.
           lowest = undefined;
@@ -94,6 +98,7 @@ export function createClickHouseEventStore(transport: SqlTransport, options: Fee
         if (!spanRead) {
           spanRead = true;
           span = await scopeSpan(transport, query);
+          if (span !== undefined && !spanHolds(span, rows)) span = undefined;
           const step = spanStep(span, rows.length, lowest, walk.reach, query.filters.since);
           if (step.kind === 'end') lowest = undefined;
           if (step.kind === 'reach') lowest = walk.reach;
@@ -123,8 +128,8 @@ export function createClickHouseEventStore(transport: SqlTransport, options: Fee
       if (rows.length >= query.limit || lowest === undefined) return { events };
       // The page stopped above the range's end: go on below only if the scope has anything there.
       const resume = { events, resumeAfter: { occurredAt: lowest, id: NIL_UUID } };
-      const since = query.filters.since;
-      if (span !== undefined) return span.oldest < lowest && (since === undefined || span.newest >= since) ? resume : { events };
+      const below = span === undefined ? undefined : spanHoldsBelow(span, lowest, query.filters.since);
+      if (below !== undefined) return below ? resume : { events };
       const { sql, params } = olderEventSql(query, lowest);
       const older = await transport.query<{ found: number }>(sql, params);
       return older.length === 0 ? { events } : resume;

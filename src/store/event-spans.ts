@@ -102,3 +102,21 @@ export function spanStep(span: ScopeSpan | undefined, found: number, lowest: str
   if (reach !== undefined && span.newest < reach) return { kind: 'reach' };
   return { kind: 'skip', newestMs: storeTextMs(span.newest) };
 }
+
+/** Whether every row a page has read lies within the span: one outside it proves the span stale. */
+export function spanHolds(span: ScopeSpan, rows: readonly { readonly occurred_at: string }[]): boolean {
+  return rows.every((row) => row.occurred_at >= span.oldest && row.occurred_at <= span.newest);
+}
+
+/**
+ * Whether the scope holds an event below `lowest` and at or after `since`, when the span
+ * can tell: no event below the edge, or none at or after `since`, is a no; its newest
+ * event lying between them is a yes. Otherwise (its newest lies above the edge, and
+ * `since` is set) undefined: the events between may all lie below `since`.
+ */
+export function spanHoldsBelow(span: ScopeSpan, lowest: string, since: string | undefined): boolean | undefined {
+  if (span.oldest >= lowest) return false;
+  if (since === undefined) return true;
+  if (span.newest < since) return false;
+  return span.newest < lowest ? true : undefined;
+}

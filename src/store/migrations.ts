@@ -1,5 +1,5 @@
 import { EVENT_SPANS_COLUMNS, EVENT_SPANS_ORDER, eventSpansSelect } from './event-spans.js';
-import type { SqlParams, SqlTransport } from './sql-transport.js';
+import type { SqlTransport } from './sql-transport.js';
 
 /** How the tables are laid out: one node, or a cluster of shards behind Distributed tables. */
 export type StoreLayout =
@@ -223,18 +223,34 @@ export function monthsBetween(first: number, last: number): number[] {
 }
 
 /**
- * How long a backfill waits, once it has created the view over a table that already
- * existed, before reading it: an insert begun before the view existed writes no span, and
- * one still running when the backfill reads its month would be missed by both. Longer than
- * the client lets an insert run (CLICKHOUSE_REQUEST_TIMEOUT_MS, 10 s by default).
+ * How long after the view's creation the backfill waits before reading the events, on a
+ * table that has rows: an insert begun before the view existed writes no span, and one
+ * still running when the backfill reads its month would be missed by both. Longer than the
+ * client lets an insert run (CLICKHOUSE_REQUEST_TIMEOUT_MS, 10 s by default; the runtime
+ * passes that plus a margin when it is longer).
  */
 export const BACKFILL_SETTLE_MS = 15_000;
 
-const countOf = async (transport: SqlTransport, sql: string, params?: SqlParams): Promise<number> =>
-  Number((await transport.query<{ n: number | string }>(sql, params))[0]?.n ?? 0);
+const countOf = async (transport: SqlTransport, sql: string): Promise<number> => Number((await transport.query<{ n: number | string }>(sql))[0]?.n ?? 0);
 
-const tableExists = (transport: SqlTransport, name: string) =>
-  countOf(transport, 'SELECT count() AS n FROM system.tables WHERE database = currentDatabase() AND name = {name:String}', { name }).then((n) => n > 0);
+/**
+ * Waits until the view is `settleMs` old, where another process may write the table: not
+ * on chDB, whose directory one process owns, and not on a table with no rows, which no
+ * earlier version has written. Counted from the view's creation, not from this start, so a
+ * start after a crashed backfill, or a second process starting meanwhile, waits as long.
+ */
+async function settleAfterView(transport: SqlTransport, source: string, settleMs: number): Promise<void> {
+  if (transport.kind === 'chdb') return;
+  const [row] = await transport.query<{ rows: number | string; age_ms: number | string }>(
+    `SELECT (SELECT count() FROM ${source}) AS rows,
+      toUnixTimestamp64Milli(now64(3)) - 1000 * toUnixTimestamp(metadata_modification_time) AS age_ms
+    FROM system.tables WHERE database = currentDatabase() AND name = 'event_spans_view'`,
+  );
+  if (row === undefined || Number(row.rows) === 0) return;
+  // The creation time is in whole seconds: a second more.
+  const wait = settleMs + 1000 - Number(row.age_ms);
+  if (wait > 0) await new Promise((resolve) => setTimeout(resolve, wait));
+}
 
 export interface MigrateOptions {
   /** BACKFILL_SETTLE_MS unless set. */
@@ -242,12 +258,10 @@ export interface MigrateOptions {
 }
 
 export async function migrate(transport: SqlTransport, layout: StoreLayout = { kind: 'single' }, options: MigrateOptions = {}): Promise<void> {
-  const { source, statement } = spansBackfill(layout);
-  // Inserts that began before the view can only have come from a table that was already there.
-  const upgrading = (await tableExists(transport, source)) && !(await tableExists(transport, 'event_spans_view'));
   for (const ddl of migrationStatements(layout)) await transport.command(ddl);
   if ((await countOf(transport, "SELECT count() AS n FROM store_backfills WHERE name = 'event_spans'")) > 0) return;
-  if (upgrading) await new Promise((resolve) => setTimeout(resolve, options.settleMs ?? BACKFILL_SETTLE_MS));
+  const { source, statement } = spansBackfill(layout);
+  await settleAfterView(transport, source, options.settleMs ?? BACKFILL_SETTLE_MS);
   // min and max of the partition key are read from the parts' own minmax indexes.
   const [range] = await transport.query<{ rows: number | string; first: number | string; last: number | string }>(
     `SELECT count() AS rows, toYYYYMM(min(occurred_at)) AS first, toYYYYMM(max(occurred_at)) AS last FROM ${source}`,

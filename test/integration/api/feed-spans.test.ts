@@ -45,7 +45,7 @@ describeOnEachStore('feed spans: where each scope\'s events lie', (gateway) => {
     expect(await spanOf(first!)).to.deep.equal({ oldest: at('2024-12-31T00:00:00Z'), newest: at('2026-02-01T00:00:00Z') });
   });
 
-  it("writes a batch's spans before its events, so no reader sees an event outside its scope's span", async () => {
+  it("writes a batch's spans in an insert that ends before its events' begins", async () => {
     const inserts: string[] = [];
     const watched: SqlTransport = {
       ...sql,
@@ -58,6 +58,20 @@ describeOnEachStore('feed spans: where each scope\'s events lie', (gateway) => {
     await createClickHouseEventStore(watched).insertEvents(events.map(storableEvent));
     expect(inserts).to.deep.equal(['event_spans', 'events']);
     expect(await spanOf(events[0]!)).to.deep.equal({ oldest: at('2025-12-20T00:00:00Z'), newest: at('2026-01-05T00:00:00Z') });
+  });
+
+  it("fails the store's write probe when the spans table cannot take a write, as a batch would fail on it", async () => {
+    const store = createClickHouseEventStore(sql);
+    await store.probeWrite();
+    await sql.command('DETACH TABLE event_spans');
+    let failure: unknown;
+    try {
+      await store.probeWrite().catch((error: unknown) => (failure = error));
+    } finally {
+      await sql.command('ATTACH TABLE event_spans');
+    }
+    expect(failure, 'the probe with the spans table gone').to.be.an('error');
+    await store.probeWrite();
   });
 
   describe('a table written before the spans existed', () => {
@@ -105,7 +119,7 @@ describeOnEachStore('feed spans: where each scope\'s events lie', (gateway) => {
       await migrate(failing, { kind: 'single' }, { settleMs: 10 }).catch((error: unknown) => (failure = error));
       expect(failure).to.be.an('error');
       expect(await ledger(), 'nothing on record').to.equal(0);
-      await migrate(sql);
+      await migrate(sql, { kind: 'single' }, { settleMs: 10 });
       expect(await ledger()).to.equal(1);
       expect(await spanOf(earlier[0]!)).to.deep.equal({ oldest: at(earlier[0]!.occurred_at), newest: at(earlier[1]!.occurred_at) });
     });

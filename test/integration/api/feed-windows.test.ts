@@ -338,6 +338,16 @@ describeOnEachStore('feed windows: the probes a page makes are bounded', (gatewa
     expect((await walk(store, scope, [10])).flat()).to.deep.equal((await walk(plain, scope, [10])).flat());
   });
 
+  it('ends a page bounded by since where the span cannot tell: events above until and below since, none between', async function () {
+    this.timeout(120_000);
+    const project = await projectAt([days(1), days(800)]);
+    // The page starts at until, 100 days back; its reach (~1.4 years below) lies above since.
+    const scope = { ...project, filters: { until: toStoreTimestamp(days(100)), since: toStoreTimestamp(days(700)) } };
+    const { slice } = await page(scope, 10);
+    expect(slice).to.deep.equal({ events: [] });
+    expect(await walk(store, scope, [10])).to.deep.equal(await walk(plain, scope, [10]));
+  });
+
   it('paces a sparse page: once a window finds a few events, the next is sized for the rest, and the page is the plain query\'s', async function () {
     this.timeout(120_000);
     // An event every ten days, from a day back: 1 h, 8 h, then 64 h finds the first; unpaced,

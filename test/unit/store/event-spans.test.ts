@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { scopeSpanSql, spanAnswers, spanRows, spanStep, type ScopeSpan, type SpanStep } from '../../../src/store/event-spans.js';
+import { scopeSpanSql, spanAnswers, spanHolds, spanHoldsBelow, spanRows, spanStep, type ScopeSpan, type SpanStep } from '../../../src/store/event-spans.js';
 import { storableEvent } from '../../../src/store/event-rows.js';
 import { canonicalEvent, uuid } from '../../support/factories.js';
 import { storeTextMs } from '../../../src/store/feed-windows.js';
@@ -51,6 +51,29 @@ describe('event spans', () => {
       { ...project, domain: 'telemetry', entity: 'reading', action: 'queued', oldest: '2026-01-05 00:00:00.000000', newest: '2026-01-05 00:00:00.000000' },
     ]);
     expect(spanRows([])).to.deep.equal([]);
+  });
+
+  it('is proved stale by any row read outside it', () => {
+    const within = span(t(10), t(20));
+    expect(spanHolds(within, [{ occurred_at: t(10) }, { occurred_at: t(20) }, { occurred_at: t(15) }])).to.equal(true);
+    expect(spanHolds(within, [])).to.equal(true);
+    expect(spanHolds(within, [{ occurred_at: t(15) }, { occurred_at: t(20, '00:00:00.000001') }]), 'a row newer than its newest').to.equal(false);
+    expect(spanHolds(within, [{ occurred_at: t(9, '23:59:59.999999') }]), 'a row older than its oldest').to.equal(false);
+  });
+
+  describe('whether the scope holds an event below the edge (the 20th) and at or after since, as far as its span tells', () => {
+    const cases: [name: string, span: ScopeSpan, since: string | undefined, holds: boolean | undefined][] = [
+      ['its oldest at the edge: no', span(t(20), t(25)), undefined, false],
+      ['its oldest below, no since: yes', span(t(1), t(25)), undefined, true],
+      ['its newest below since: no', span(t(1), t(5)), t(6), false],
+      ['its newest between since and the edge: yes', span(t(1), t(12)), t(6), true],
+      ['its newest above the edge, since set: the events between may all lie below since', span(t(1), t(25)), t(6), undefined],
+    ];
+    for (const [name, given, since, holds] of cases) {
+      it(name, () => {
+        expect(spanHoldsBelow(given, t(20), since)).to.equal(holds);
+      });
+    }
   });
 
   it('answers the domain, entity and action filters and no other', () => {
