@@ -1,5 +1,6 @@
 import type { FeedQuery, StorableEvent } from './event-store.js';
 import { storeTextMs } from './feed-windows.js';
+import { filterConditions } from './filter-sql.js';
 import type { SqlParam, SqlParams, SqlTransport } from './sql-transport.js';
 
 /**
@@ -61,14 +62,10 @@ export interface ScopeSpan {
 }
 
 export function scopeSpanSql(query: Pick<FeedQuery, 'orgId' | 'projectId' | 'filters'>): { sql: string; params: SqlParams } {
-  const where = ['org_id = {org_id:UUID}', 'project_id = {project_id:UUID}'];
   const params: Record<string, SqlParam> = { org_id: query.orgId, project_id: query.projectId };
-  for (const column of ['domain', 'entity', 'action'] as const) {
-    const value = query.filters[column];
-    if (value === undefined) continue;
-    where.push(`${column} = {${column}:String}`);
-    params[column] = value;
-  }
+  const { domain, entity, action } = query.filters;
+  // The feed's own conditions, of the filters a span is kept by.
+  const where = ['org_id = {org_id:UUID}', 'project_id = {project_id:UUID}', ...filterConditions({ domain, entity, action }, params)];
   // count() tells "no rows" apart from min/max's defaults, which an empty set returns.
   // The timestamps are compared as text: pinned to the store's form, whatever the server profile says.
   const sql = `SELECT min(oldest) AS oldest, max(newest) AS newest, count() AS scopes FROM event_spans WHERE ${where.join(' AND ')} SETTINGS date_time_output_format = 'simple'`;
