@@ -61,8 +61,9 @@ export function createClickHouseEventStore(transport: SqlTransport, options: Fee
     async insertEvents(events) {
       // Spans first, visible before any of the events: a page that reads an event never
       // reads a span narrower than it (docs/decisions/feed-storage.md, "Spans").
-      await transport.insert('event_spans', spanRows(events));
-      for (const part of splitByPartitions(events)) await transport.insert('events', part.map(eventRowText));
+      const write = { writeRows: events.length };
+      await transport.insert('event_spans', spanRows(events), write);
+      for (const part of splitByPartitions(events)) await transport.insert('events', part.map(eventRowText), write);
     },
     async probeWrite() {
       for (const probe of PROBE_WRITES) await transport.command(probe);

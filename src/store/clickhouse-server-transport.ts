@@ -7,9 +7,17 @@ import type { SqlParams, SqlTransport } from './sql-transport.js';
 import { INSERT_SETTINGS, jsonEachRowBody } from './sql-transport.js';
 import { toStoreError } from './store-errors.js';
 
-// Below this many rows an insert is buffered server-side (async_insert) instead of
+// Below this many rows a write is buffered server-side (async_insert) instead of
 // creating a part of its own; the caller still waits until the rows are written.
 const ASYNC_INSERT_BELOW_ROWS = 1000;
+
+/**
+ * The settings that buffer a small write. A server flushes its buffer after its busy
+ * timeout (200 ms at most by default), and the insert waits for the flush, so the
+ * statements of one large write are never buffered, however few rows each holds.
+ */
+export const bufferingFor = (statementRows: number, writeRows = statementRows) =>
+  Math.max(statementRows, writeRows) < ASYNC_INSERT_BELOW_ROWS ? ({ async_insert: 1, wait_for_async_insert: 1 } as const) : {};
 
 /**
  * On a cluster the tables are Distributed. An insert returns only once its shard has
@@ -71,7 +79,7 @@ export async function createClickHouseServerTransport(config: ClickHouseConfig):
         throw toStoreError(error, 'query');
       }
     },
-    async insert(table, rows) {
+    async insert(table, rows, options = {}) {
       if (rows.length === 0) return;
       try {
         // The rows are JSON text already; client.insert would want objects to encode again.
@@ -81,7 +89,7 @@ export async function createClickHouseServerTransport(config: ClickHouseConfig):
           values: Readable.from([jsonEachRowBody(rows)], { objectMode: false }),
           clickhouse_settings: {
             ...INSERT_SETTINGS,
-            ...(rows.length < ASYNC_INSERT_BELOW_ROWS ? { async_insert: 1, wait_for_async_insert: 1 } : {}),
+            ...bufferingFor(rows.length, options.writeRows),
             ...(clustered ? CLUSTER_SETTINGS.insert : {}),
           },
         });

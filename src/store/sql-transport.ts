@@ -56,6 +56,16 @@ export function jsonEachRowBody(rows: readonly JsonRowText[]): Buffer {
   return body;
 }
 
+export interface InsertOptions {
+  /**
+   * Rows of the whole write this insert is one statement of (default: its own). A server
+   * buffers a small write (src/store/clickhouse-server-transport.ts) and answers once the
+   * buffer is flushed; decided per statement, a large write's small statements (a batch's
+   * spans, its few events past a month's end) would each wait out a flush.
+   */
+  readonly writeRows?: number;
+}
+
 export interface SqlTransport {
   /** Which engine answers; for logs and readiness, never for branching SQL. */
   readonly kind: 'chdb' | 'clickhouse-server';
@@ -64,7 +74,7 @@ export interface SqlTransport {
   /** A SELECT; each row is one JSONEachRow object. */
   query<Row>(sql: string, params?: SqlParams): Promise<Row[]>;
   /** Inserts rows as JSONEachRow, with INSERT_SETTINGS. */
-  insert(table: string, rows: readonly JsonRowText[]): Promise<void>;
+  insert(table: string, rows: readonly JsonRowText[], options?: InsertOptions): Promise<void>;
   /**
    * Whether the engine answers. On a server this goes over a connection of its own: a
    * readiness probe must not queue behind the requests' queries, or a busy gateway reads

@@ -45,19 +45,24 @@ describeOnEachStore('feed spans: where each scope\'s events lie', (gateway) => {
     expect(await spanOf(first!)).to.deep.equal({ oldest: at('2024-12-31T00:00:00Z'), newest: at('2026-02-01T00:00:00Z') });
   });
 
-  it("writes a batch's spans in an insert that ends before its events' begins", async () => {
-    const inserts: string[] = [];
+  it("writes a batch's spans in an insert that ends before its events' begins, each sized as the whole write", async () => {
+    const inserts: [string, number, number | undefined][] = [];
     const watched: SqlTransport = {
       ...sql,
-      async insert(table, rows) {
-        inserts.push(table);
-        await sql.insert(table, rows);
+      async insert(table, rows, options) {
+        inserts.push([table, rows.length, options?.writeRows]);
+        await sql.insert(table, rows, options);
       },
     };
-    const events = projectEvents(['2026-01-05T00:00:00Z', '2025-12-20T00:00:00Z']);
+    const events = projectEvents(['2026-01-05T00:00:00Z', '2025-12-20T00:00:00Z', '2026-01-06T00:00:00Z']);
     await createClickHouseEventStore(watched).insertEvents(events.map(storableEvent));
-    expect(inserts).to.deep.equal(['event_spans', 'events']);
-    expect(await spanOf(events[0]!)).to.deep.equal({ oldest: at('2025-12-20T00:00:00Z'), newest: at('2026-01-05T00:00:00Z') });
+    // One span row (one domain, entity and action), three events: a server that buffers small
+    // writes (bufferingFor) sees the write's three rows in both statements, not one in the first.
+    expect(inserts).to.deep.equal([
+      ['event_spans', 1, 3],
+      ['events', 3, 3],
+    ]);
+    expect(await spanOf(events[0]!)).to.deep.equal({ oldest: at('2025-12-20T00:00:00Z'), newest: at('2026-01-06T00:00:00Z') });
   });
 
   it("fails the store's write probe when the spans table cannot take a write, as a batch would fail on it", async () => {
