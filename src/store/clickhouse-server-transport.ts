@@ -1,9 +1,9 @@
 import { Readable } from 'node:stream';
 import { finished } from 'node:stream/promises';
-import { createClient, type ClickHouseClient } from '@clickhouse/client';
+import { createClient, type ClickHouseClient, type ClickHouseSettings } from '@clickhouse/client';
 import type { ClickHouseConfig } from '../config/config.js';
 import { clickHouseConnectionOptions } from './clickhouse-connection-options.js';
-import type { SqlParams, SqlTransport } from './sql-transport.js';
+import type { InsertOptions, SqlParams, SqlTransport } from './sql-transport.js';
 import { INSERT_SETTINGS, jsonEachRowBody } from './sql-transport.js';
 import { toStoreError } from './store-errors.js';
 
@@ -11,13 +11,16 @@ import { toStoreError } from './store-errors.js';
 // creating a part of its own; the caller still waits until the rows are written.
 const ASYNC_INSERT_BELOW_ROWS = 1000;
 
+type Buffering = Pick<ClickHouseSettings, 'async_insert' | 'wait_for_async_insert'>;
+
 /**
  * The settings that buffer a small write. A server flushes its buffer after its busy
  * timeout (200 ms at most by default), and the insert waits for the flush, so the
  * statements of one large write are never buffered, however few rows each holds.
  */
-export const bufferingFor = (statementRows: number, writeRows = statementRows) =>
-  Math.max(statementRows, writeRows) < ASYNC_INSERT_BELOW_ROWS ? ({ async_insert: 1, wait_for_async_insert: 1 } as const) : {};
+export function bufferingFor(statementRows: number, writeRows = statementRows): Buffering {
+  return Math.max(statementRows, writeRows) < ASYNC_INSERT_BELOW_ROWS ? { async_insert: 1, wait_for_async_insert: 1 } : {};
+}
 
 /**
  * On a cluster the tables are Distributed. An insert returns only once its shard has
@@ -28,6 +31,11 @@ const CLUSTER_SETTINGS = {
   insert: { distributed_foreground_insert: 1 },
   read: { optimize_skip_unused_shards: 1 },
 } as const;
+
+/** An insert's settings: the product's own, buffering by the size of its whole write, and a cluster's. */
+export function insertSettings(statementRows: number, options: InsertOptions, clustered: boolean): ClickHouseSettings {
+  return { ...INSERT_SETTINGS, ...bufferingFor(statementRows, options.writeRows), ...(clustered ? CLUSTER_SETTINGS.insert : {}) };
+}
 
 /** A ClickHouse server over HTTP. Creates the configured database when it is missing. */
 export async function createClickHouseServerTransport(config: ClickHouseConfig): Promise<SqlTransport> {
@@ -87,11 +95,7 @@ export async function createClickHouseServerTransport(config: ClickHouseConfig):
           // The name is one of our tables, never input.
           query: `INSERT INTO ${table} FORMAT JSONEachRow`,
           values: Readable.from([jsonEachRowBody(rows)], { objectMode: false }),
-          clickhouse_settings: {
-            ...INSERT_SETTINGS,
-            ...bufferingFor(rows.length, options.writeRows),
-            ...(clustered ? CLUSTER_SETTINGS.insert : {}),
-          },
+          clickhouse_settings: insertSettings(rows.length, options, clustered),
         });
         // An insert answers with no rows; reading the answer to its end frees the socket.
         stream.resume();

@@ -58,10 +58,11 @@ export function jsonEachRowBody(rows: readonly JsonRowText[]): Buffer {
 
 export interface InsertOptions {
   /**
-   * Rows of the whole write this insert is one statement of (default: its own). A server
-   * buffers a small write (src/store/clickhouse-server-transport.ts) and answers once the
-   * buffer is flushed; decided per statement, a large write's small statements (a batch's
-   * spans, its few events past a month's end) would each wait out a flush.
+   * Rows of the whole write this insert is one statement of (default: its own). The server
+   * transport asks a server to buffer a small write (src/store/clickhouse-server-transport.ts),
+   * which answers once the buffer is flushed; decided per statement, a large write's small
+   * statements (a batch's span rows, the last months of a backfill split by partitions,
+   * src/store/event-batches.ts) would each wait out a flush.
    */
   readonly writeRows?: number;
 }

@@ -45,7 +45,7 @@ describeOnEachStore('feed spans: where each scope\'s events lie', (gateway) => {
     expect(await spanOf(first!)).to.deep.equal({ oldest: at('2024-12-31T00:00:00Z'), newest: at('2026-02-01T00:00:00Z') });
   });
 
-  it("writes a batch's spans in an insert that ends before its events' begins, each sized as the whole write", async () => {
+  it("writes a batch's spans in an insert that ends before its events' begins, every statement sized as the whole write", async () => {
     const inserts: [string, number, number | undefined][] = [];
     const watched: SqlTransport = {
       ...sql,
@@ -54,15 +54,18 @@ describeOnEachStore('feed spans: where each scope\'s events lie', (gateway) => {
         await sql.insert(table, rows, options);
       },
     };
-    const events = projectEvents(['2026-01-05T00:00:00Z', '2025-12-20T00:00:00Z', '2026-01-06T00:00:00Z']);
+    // One event a month over 17 months: the events go as two inserts (16 partitions at
+    // most in one, src/store/event-batches.ts), the second of one row; a server that
+    // buffers small writes (bufferingFor) must see the write's 17 rows in every statement.
+    const months = Array.from({ length: 17 }, (_, m) => new Date(Date.UTC(2024, m, 15)).toISOString());
+    const events = projectEvents(months);
     await createClickHouseEventStore(watched).insertEvents(events.map(storableEvent));
-    // One span row (one domain, entity and action), three events: a server that buffers small
-    // writes (bufferingFor) sees the write's three rows in both statements, not one in the first.
     expect(inserts).to.deep.equal([
-      ['event_spans', 1, 3],
-      ['events', 3, 3],
+      ['event_spans', 1, 17],
+      ['events', 16, 17],
+      ['events', 1, 17],
     ]);
-    expect(await spanOf(events[0]!)).to.deep.equal({ oldest: at('2025-12-20T00:00:00Z'), newest: at('2026-01-06T00:00:00Z') });
+    expect(await spanOf(events[0]!)).to.deep.equal({ oldest: at(months[0]!), newest: at(months[16]!) });
   });
 
   it("fails the store's write probe when the spans table cannot take a write, as a batch would fail on it", async () => {
