@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import type { CanonicalEvent } from '../../../src/generated/schema-types.js';
 import { openStore } from '../../../src/runtime/store-runtime.js';
 import { createClickHouseEventStore } from '../../../src/store/clickhouse-event-store.js';
+import { MAX_PARTITIONS_PER_INSERT } from '../../../src/store/event-batches.js';
 import { storableEvent } from '../../../src/store/event-rows.js';
 import { eventRowText } from '../../../src/store/event-row-text.js';
 import { scopeSpan } from '../../../src/store/event-spans.js';
@@ -46,26 +47,31 @@ describeOnEachStore('feed spans: where each scope\'s events lie', (gateway) => {
   });
 
   it("writes a batch's spans in an insert that ends before its events' begins, every statement sized as the whole write", async () => {
-    const inserts: [string, number, number | undefined][] = [];
+    const steps: (readonly [string, string, number, number | undefined])[] = [];
     const watched: SqlTransport = {
       ...sql,
       async insert(table, rows, options) {
-        inserts.push([table, rows.length, options?.writeRows]);
+        steps.push(['start', table, rows.length, options?.writeRows]);
         await sql.insert(table, rows, options);
+        steps.push(['end', table, rows.length, options?.writeRows]);
       },
     };
-    // One event a month over 17 months: the events go as two inserts (16 partitions at
-    // most in one, src/store/event-batches.ts), the second of one row; a server that
-    // buffers small writes (bufferingFor) must see the write's 17 rows in every statement.
-    const months = Array.from({ length: 17 }, (_, m) => new Date(Date.UTC(2024, m, 15)).toISOString());
+    // One event a month over one month more than an insert may span: the events go as two
+    // inserts (src/store/event-batches.ts), the second of one row; a server that buffers
+    // small writes (bufferingFor) must see the whole write's size in every statement.
+    const total = MAX_PARTITIONS_PER_INSERT + 1;
+    const months = Array.from({ length: total }, (_, m) => new Date(Date.UTC(2024, m, 15)).toISOString());
     const events = projectEvents(months);
     await createClickHouseEventStore(watched).insertEvents(events.map(storableEvent));
-    expect(inserts).to.deep.equal([
-      ['event_spans', 1, 17],
-      ['events', 16, 17],
-      ['events', 1, 17],
+    expect(steps).to.deep.equal([
+      ['start', 'event_spans', 1, total],
+      ['end', 'event_spans', 1, total],
+      ['start', 'events', MAX_PARTITIONS_PER_INSERT, total],
+      ['end', 'events', MAX_PARTITIONS_PER_INSERT, total],
+      ['start', 'events', 1, total],
+      ['end', 'events', 1, total],
     ]);
-    expect(await spanOf(events[0]!)).to.deep.equal({ oldest: at(months[0]!), newest: at(months[16]!) });
+    expect(await spanOf(events[0]!)).to.deep.equal({ oldest: at(months[0]!), newest: at(months[total - 1]!) });
   });
 
   it("fails the store's write probe when the spans table cannot take a write, as a batch would fail on it", async () => {
