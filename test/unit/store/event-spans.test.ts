@@ -34,8 +34,9 @@ describe('event spans', () => {
     });
   });
 
-  it("writes one span row a scope of a batch, from its oldest to its newest event, scopes told apart whatever their values hold", () => {
+  it("writes one span row a scope of a batch, from its oldest to its newest event, scopes told apart whatever their values hold and whichever organization they are of", () => {
     const project = { org_id: uuid(), project_id: uuid() };
+    const otherOrg = uuid();
     const event = (occurred_at: string, domain: string, entity: string, action = 'recorded') => storableEvent(canonicalEvent({ ...project, occurred_at, domain, entity, action }));
     const rows = spanRows([
       event('2026-01-02T00:00:00Z', 'telemetry', 'reading'),
@@ -44,11 +45,15 @@ describe('event spans', () => {
       // The same characters split differently between domain and entity: two scopes.
       event('2026-01-04T00:00:00Z', 'tele', 'metryreading'),
       event('2026-01-05T00:00:00Z', 'telemetry', 'reading', 'queued'),
+      // Another organization's project of the same id: a scope of its own.
+      storableEvent(canonicalEvent({ ...project, org_id: otherOrg, occurred_at: '2026-01-06T00:00:00Z', domain: 'telemetry', entity: 'reading', action: 'recorded' })),
+      event('2026-01-07T00:00:00Z', 'telemetry', 'reading', 'queued'),
     ]).map((row) => JSON.parse(row) as Record<string, string>);
     expect(rows).to.deep.equal([
       { ...project, domain: 'telemetry', entity: 'reading', action: 'recorded', oldest: '2026-01-01 00:00:00.000001', newest: '2026-01-03 00:00:00.000000' },
       { ...project, domain: 'tele', entity: 'metryreading', action: 'recorded', oldest: '2026-01-04 00:00:00.000000', newest: '2026-01-04 00:00:00.000000' },
-      { ...project, domain: 'telemetry', entity: 'reading', action: 'queued', oldest: '2026-01-05 00:00:00.000000', newest: '2026-01-05 00:00:00.000000' },
+      { ...project, domain: 'telemetry', entity: 'reading', action: 'queued', oldest: '2026-01-05 00:00:00.000000', newest: '2026-01-07 00:00:00.000000' },
+      { ...project, org_id: otherOrg, domain: 'telemetry', entity: 'reading', action: 'recorded', oldest: '2026-01-06 00:00:00.000000', newest: '2026-01-06 00:00:00.000000' },
     ]);
     expect(spanRows([])).to.deep.equal([]);
   });
