@@ -6,8 +6,11 @@
  * store's transport builds every body as the server transport does and sends nothing.
  * What Kafka and the server cost is the ingest scenario's to measure; this part is the
  * one a change of ours moves, and on a shared machine a whole ingest run cannot tell a
- * few percent of it from the machine's drift, while one thread's CPU time mostly can.
- * The first round warms the code up and is not counted; the median of the others is.
+ * few percent of it from the machine's drift, while this process's CPU time (its GC
+ * threads' included) mostly can. Each fetch is built, the garbage of building it
+ * collected, and only then is its ingestion timed, one fetch alive at a time as in the
+ * consumer. The first round warms the code up and is not counted; the median of the
+ * others is.
  *   node --expose-gc --import tsx bench/support/consumer-cost.ts [COUNT] [ROUNDS]
  */
 import { randomUUID } from 'node:crypto';
@@ -20,7 +23,10 @@ import { jsonEachRowBody, type SqlTransport } from '../../src/store/sql-transpor
 import { telemetry } from './bench-events.js';
 
 const BATCH = 50_000;
-const [count = '500000', rounds = '6'] = process.argv.slice(2);
+const [count, rounds] = [Number(process.argv[2] ?? 500_000), Number(process.argv[3] ?? 6)];
+if (!(count >= BATCH && rounds >= 2)) throw new Error(`COUNT (${count}) must be at least ${BATCH} and ROUNDS (${rounds}) at least 2: the first round is a warm-up`);
+const collect = globalThis.gc;
+if (collect === undefined) throw new Error('run with --expose-gc: the garbage of building each fetch must be collected before its ingestion is timed');
 
 /** A fetch as kafkajs decodes it: one buffer, each value a view of it. */
 function fetched(offset: number): ConsumedMessage[] {
@@ -47,16 +53,15 @@ const transport: SqlTransport = {
 };
 const ingestor = createEventIngestor({ store: createClickHouseEventStore(transport), schemas: createSchemaRegistry() });
 
-const batches = Math.ceil(Number(count) / BATCH);
+const batches = Math.ceil(count / BATCH);
 const perEvent: number[] = [];
-for (let round = 0; round < Number(rounds); round++) {
+for (let round = 0; round < rounds; round++) {
   let cpu = 0;
   let events = 0;
-  // Built fresh each round, as every fetch is: strings the run has hashed before would flatter it.
-  const fetches = Array.from({ length: batches }, (_, b) => fetched(b * BATCH));
-  for (const messages of fetches) {
-    // What building the fetches left to collect is not the consumer's: collected first when --expose-gc allows.
-    globalThis.gc?.();
+  for (let b = 0; b < batches; b++) {
+    // Built fresh each time, as every fetch is: strings the run has hashed before would flatter it.
+    const messages = fetched(b * BATCH);
+    collect();
     const before = process.cpuUsage();
     const { stored, rejected } = await ingestor.ingestMessages(messages);
     const used = process.cpuUsage(before);

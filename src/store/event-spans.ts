@@ -38,11 +38,11 @@ interface Span {
   newest: string;
 }
 
-/** A map's entry for `key`, made empty on first use. */
-function entry<K, V>(map: Map<K, V>, key: K, make: () => V): V {
-  let value = map.get(key);
-  if (value === undefined) map.set(key, (value = make()));
-  return value;
+/** The map under `key`, made empty on first use. */
+function child<V>(map: Map<string, Map<string, V>>, key: string): Map<string, V> {
+  let found = map.get(key);
+  if (found === undefined) map.set(key, (found = new Map<string, V>()));
+  return found;
 }
 
 /**
@@ -50,24 +50,21 @@ function entry<K, V>(map: Map<K, V>, key: K, make: () => V): V {
  * store writes before the events themselves, so that a reader who sees an event sees its
  * span. Store text compares as time does, so the strings are compared as they are.
  *
- * Scopes are found level by level (project, domain, entity, action, then the org among the
- * few that share all four), each value looked up as the string it already is: a key joined
- * from the five values for every event cost the consumer about 1 µs an event, a twentieth
- * of its CPU (BENCHMARKS.md), and two scopes can never meet in one joined string this way.
+ * Scopes are found level by level (project, domain, entity, action, org), each value
+ * looked up as the string the validator already made: a key joined from the five values
+ * for every event was copied flat and hashed whole each time, about 1 µs an event and a
+ * twentieth of the consumer's CPU (BENCHMARKS.md, "Issue 30, span rows").
  */
 export function spanRows(events: readonly StorableEvent[]): string[] {
   const spans: Span[] = [];
-  const byProject = new Map<string, Map<string, Map<string, Map<string, Span[]>>>>();
-  const newMap = <V>() => new Map<string, V>();
-  const newList = (): Span[] => [];
+  // Project, then domain, entity, action and org.
+  const byProject = new Map<string, Map<string, Map<string, Map<string, Map<string, Span>>>>>();
   for (const { head, storedAt } of events) {
-    const byEntity = entry(entry(byProject, head.project_id, newMap<Map<string, Map<string, Span[]>>>), head.domain, newMap<Map<string, Span[]>>);
-    const sameScope = entry(entry(byEntity, head.entity, newMap<Span[]>), head.action, newList);
-    let span: Span | undefined;
-    for (const candidate of sameScope) if (candidate.head.org_id === head.org_id) span = candidate;
+    const byOrg = child(child(child(child(byProject, head.project_id), head.domain), head.entity), head.action);
+    const span = byOrg.get(head.org_id);
     if (span === undefined) {
       const made = { head, oldest: storedAt, newest: storedAt };
-      sameScope.push(made);
+      byOrg.set(head.org_id, made);
       spans.push(made);
     } else if (storedAt < span.oldest) span.oldest = storedAt;
     else if (storedAt > span.newest) span.newest = storedAt;

@@ -34,10 +34,12 @@ describe('event spans', () => {
     });
   });
 
-  it("writes one span row a scope of a batch, from its oldest to its newest event, scopes told apart whatever their values hold and whichever organization they are of", () => {
+  it('writes one span row a scope of a batch, from its oldest to its newest event, scopes told apart whatever their values hold', () => {
     const project = { org_id: uuid(), project_id: uuid() };
-    const otherOrg = uuid();
-    const event = (occurred_at: string, domain: string, entity: string, action = 'recorded') => storableEvent(canonicalEvent({ ...project, occurred_at, domain, entity, action }));
+    // Another organization's project of the same id, and another project of the same organization.
+    const otherOrg = { ...project, org_id: uuid() };
+    const otherProject = { ...project, project_id: uuid() };
+    const event = (occurred_at: string, domain: string, entity: string, action = 'recorded', of = project) => storableEvent(canonicalEvent({ ...of, occurred_at, domain, entity, action }));
     const rows = spanRows([
       event('2026-01-02T00:00:00Z', 'telemetry', 'reading'),
       event('2026-01-01T00:00:00.000001Z', 'telemetry', 'reading'),
@@ -45,15 +47,19 @@ describe('event spans', () => {
       // The same characters split differently between domain and entity: two scopes.
       event('2026-01-04T00:00:00Z', 'tele', 'metryreading'),
       event('2026-01-05T00:00:00Z', 'telemetry', 'reading', 'queued'),
-      // Another organization's project of the same id: a scope of its own.
-      storableEvent(canonicalEvent({ ...project, org_id: otherOrg, occurred_at: '2026-01-06T00:00:00Z', domain: 'telemetry', entity: 'reading', action: 'recorded' })),
-      event('2026-01-07T00:00:00Z', 'telemetry', 'reading', 'queued'),
+      event('2026-01-06T00:00:00Z', 'telemetry', 'reading', 'recorded', otherOrg),
+      event('2026-01-07T00:00:00Z', 'telemetry', 'reading', 'recorded', otherProject),
+      // Each scope widened after the others came: the first project's first scope, and the other organization's.
+      event('2026-01-08T00:00:00Z', 'telemetry', 'reading'),
+      event('2026-01-05T12:00:00Z', 'telemetry', 'reading', 'recorded', otherOrg),
     ]).map((row) => JSON.parse(row) as Record<string, string>);
+    const scope = { domain: 'telemetry', entity: 'reading', action: 'recorded' };
     expect(rows).to.deep.equal([
-      { ...project, domain: 'telemetry', entity: 'reading', action: 'recorded', oldest: '2026-01-01 00:00:00.000001', newest: '2026-01-03 00:00:00.000000' },
+      { ...project, ...scope, oldest: '2026-01-01 00:00:00.000001', newest: '2026-01-08 00:00:00.000000' },
       { ...project, domain: 'tele', entity: 'metryreading', action: 'recorded', oldest: '2026-01-04 00:00:00.000000', newest: '2026-01-04 00:00:00.000000' },
-      { ...project, domain: 'telemetry', entity: 'reading', action: 'queued', oldest: '2026-01-05 00:00:00.000000', newest: '2026-01-07 00:00:00.000000' },
-      { ...project, org_id: otherOrg, domain: 'telemetry', entity: 'reading', action: 'recorded', oldest: '2026-01-06 00:00:00.000000', newest: '2026-01-06 00:00:00.000000' },
+      { ...project, ...scope, action: 'queued', oldest: '2026-01-05 00:00:00.000000', newest: '2026-01-05 00:00:00.000000' },
+      { ...otherOrg, ...scope, oldest: '2026-01-05 12:00:00.000000', newest: '2026-01-06 00:00:00.000000' },
+      { ...otherProject, ...scope, oldest: '2026-01-07 00:00:00.000000', newest: '2026-01-07 00:00:00.000000' },
     ]);
     expect(spanRows([])).to.deep.equal([]);
   });
