@@ -22,7 +22,7 @@ import { newSecret, type BenchContext } from './support/context.js';
 import { markdownTable, record, type Row } from './support/results.js';
 
 const DEFAULT_SCENARIOS = ['commands', 'ingest', 'feed', 'embedded', 'memory', 'tail'];
-/** Scenarios run only when named: feed-scale writes 100M events and waits for their merges (26 minutes with its measurements, quiet machine). */
+/** Scenarios run only when named: feed-scale writes 100M events and waits for their merges (30 minutes with its measurements on this machine, 2026-11-27). */
 const NAMED_SCENARIOS = ['feed-scale'];
 const env = process.env;
 const number = (name: string, fallback: number) => Number(env[name] ?? fallback);

@@ -10,8 +10,10 @@
  * threads' included) mostly can. Each fetch is built, the garbage of building it
  * collected, and only then is its ingestion timed, one fetch alive at a time as in the
  * consumer. The first round warms the code up and is not counted; the median of the
- * others is.
- *   node --expose-gc --import tsx bench/support/consumer-cost.ts [COUNT] [ROUNDS]
+ * others is. PROJECTS spreads each fetch over that many projects (ten to an organization),
+ * their events interleaved as a topic shared by many tenants delivers them: the span rows
+ * and the copy fold grow with the projects of a batch, not only with its events.
+ *   node --expose-gc --import tsx bench/support/consumer-cost.ts [COUNT] [ROUNDS] [PROJECTS]
  */
 import { randomUUID } from 'node:crypto';
 import type { KafkaMessage } from 'kafkajs';
@@ -23,14 +25,17 @@ import { jsonEachRowBody, type SqlTransport } from '../../src/store/sql-transpor
 import { telemetry } from './bench-events.js';
 
 const BATCH = 50_000;
-const [count, rounds] = [Number(process.argv[2] ?? 500_000), Number(process.argv[3] ?? 6)];
+const [count, rounds, projects] = [Number(process.argv[2] ?? 500_000), Number(process.argv[3] ?? 6), Number(process.argv[4] ?? 1)];
 if (!(count >= BATCH && rounds >= 2)) throw new Error(`COUNT (${count}) must be at least ${BATCH} and ROUNDS (${rounds}) at least 2: the first round is a warm-up`);
+if (!(Number.isInteger(projects) && projects >= 1 && BATCH % projects === 0)) throw new Error(`PROJECTS (${projects}) must be a whole number that divides ${BATCH}`);
 const collect = globalThis.gc;
 if (collect === undefined) throw new Error('run with --expose-gc: the garbage of building each fetch must be collected before its ingestion is timed');
 
 /** A fetch as kafkajs decodes it: one buffer, each value a view of it. */
 function fetched(offset: number): ConsumedMessage[] {
-  const texts = telemetry(BATCH, randomUUID(), randomUUID()).map((event) => Buffer.from(JSON.stringify(event)));
+  const orgs = Array.from({ length: Math.ceil(projects / 10) }, () => randomUUID());
+  const perProject = Array.from({ length: projects }, (_, p) => telemetry(BATCH / projects, orgs[Math.floor(p / 10)]!, randomUUID()));
+  const texts = Array.from({ length: BATCH }, (_, i) => Buffer.from(JSON.stringify(perProject[i % projects]![Math.floor(i / projects)])));
   const fetch = Buffer.concat(texts);
   let at = 0;
   return texts.map((text, i) => {
