@@ -169,10 +169,14 @@ async function gatewayMetrics(gatewayUrl: string): Promise<(name: string, labels
   };
 }
 
-/** The gateway's feed_first_pages_total by source. */
-async function firstPageSources(gatewayUrl: string): Promise<{ memory: number; store: number }> {
+/** The gateway's feed_first_pages_total by source, and the times its watch lost track of the store. */
+async function firstPageCounts(gatewayUrl: string): Promise<{ memory: number; store: number; lostTrack: number }> {
   const metric = await gatewayMetrics(gatewayUrl);
-  return { memory: metric('feed_first_pages_total', { source: 'memory' }, 0), store: metric('feed_first_pages_total', { source: 'store' }, 0) };
+  return {
+    memory: metric('feed_first_pages_total', { source: 'memory' }, 0),
+    store: metric('feed_first_pages_total', { source: 'store' }, 0),
+    lostTrack: metric('feed_first_pages_lost_track_total'),
+  };
 }
 
 /**
@@ -252,8 +256,8 @@ const page =
     orgId: org(p),
   });
 
-/** Each of `requests` asked once, `CONNECTIONS` at a time, as the dashboards already polling them have. */
-async function askEach(requests: readonly Request[], headers: (orgId: string) => Record<string, string>): Promise<void> {
+/** Each of `requests` asked once, `connections` at a time. */
+async function askEach(requests: readonly Request[], headers: (orgId: string) => Record<string, string>, connections: number): Promise<void> {
   let next = 0;
   const asker = async () => {
     for (let r = requests[next++]; r !== undefined; r = requests[next++]) {
@@ -261,13 +265,25 @@ async function askEach(requests: readonly Request[], headers: (orgId: string) =>
       if (res.status !== 200) {
         // The others stop too: the scenario's failure stops the gateway under them.
         next = requests.length;
-        throw new Error(`${r.url} on the polled gateway: ${res.status} ${await res.text()}`);
+        throw new Error(`${r.url}: ${res.status} ${await res.text()}`);
       }
       await res.arrayBuffer();
     }
   };
-  await Promise.all(Array.from({ length: CONNECTIONS }, asker));
+  await Promise.all(Array.from({ length: connections }, asker));
 }
+
+/**
+ * `requests` in a fixed order that neither the asking before a load nor the writer
+ * follows: in their own order, the load would meet the pages asked longest before first,
+ * and those the writer has just written. Steps of √2, not of the golden ratio the `until`
+ * instants take, which would sort those pages by their instant.
+ */
+const scattered = (requests: readonly Request[]): Request[] =>
+  requests
+    .map((r, k) => ({ r, at: (k * Math.SQRT2) % 1 }))
+    .sort((a, b) => a.at - b.at)
+    .map(({ r }) => r);
 
 /** What the issue asks of a shape: first pages of active projects are most requests. */
 const targetOf = (shape: string) => (shape === 'first page of a project' ? '≥ 0.5 of SELECT 1, p99 ≤ 250 ms' : '≥ 0.25 of SELECT 1, p99 ≤ 250 ms');
@@ -276,10 +292,12 @@ const targetOf = (shape: string) => (shape === 'first page of a project' ? '≥ 
  * Every page without a cursor as dashboards poll it, on a gateway that keeps such pages
  * (FEED_FIRST_PAGE_MAX_AGE_MS of a minute: pages kept until its watch sees their project
  * written, docs/decisions/feed-storage.md, "First pages"), each shape's pages asked once
- * before: with the table as it is, and while another process writes a tenth of the
- * active projects each second (never the idle or empty ones, whose rows with writes show
- * what the watch itself costs). Where each page came from is the gateway's own count
- * (feed_first_pages_total).
+ * before, then loaded in an order the asking did not follow: with the table as it is, and
+ * while another process writes a tenth of the active projects each second (never the idle
+ * or empty ones, whose rows with writes show what the writes and the watch cost pages
+ * they do not touch). Where each page came from, and how often the watch lost track of
+ * the store, are the gateway's own counts (feed_first_pages_total,
+ * feed_first_pages_lost_track_total).
  */
 async function keptPages(ctx: BenchContext, database: string, span: { startMs: number; endMs: number }, headers: (orgId: string) => Record<string, string>, label: string, select1: number): Promise<Row[]> {
   const polled = await scaleGateway(ctx, database, 'polled', { FEED_FIRST_PAGE_MAX_AGE_MS: '60000' });
@@ -307,24 +325,31 @@ async function pollShape(
   label: string,
   select1: number,
 ): Promise<Row> {
-  // Asked once just before, as dashboards already polling have. The gateway holds at
-  // most 1,000 pages, so the last shape's pages make way for these. A page served from
-  // memory keeps its store read's age: one read more than a minute before the load's
-  // end (the slowest shapes take most of that to ask) is read again, and counted so.
+  // Asked once just before, CONNECTIONS at a time, as dashboards already polling have. The
+  // gateway holds at most 1,000 pages, so the last shape's pages make way for these. A page
+  // served from memory keeps its store read's age: one read more than a minute before the
+  // load meets it (the slowest shapes take longer than that to ask) is read again, and
+  // counted so.
+  const lostBefore = (await firstPageCounts(polled.url)).lostTrack;
   const asking = performance.now();
-  await askEach(shape.requests, headers);
+  await askEach(shape.requests, headers, CONNECTIONS);
   const asked = (performance.now() - asking) / 1000;
   await quiet(ctx.clickhouseUrl, database);
   const writes = new AbortController();
   const writing = writtenPerSecond === 0 ? Promise.resolve(0) : writeWhile(ctx.clickhouseUrl, database, writtenPerSecond, writes.signal);
-  const before = await firstPageSources(polled.url);
+  const before = await firstPageCounts(polled.url);
+  const order = scattered(shape.requests);
   const [load, cpu] = await withCpu(polled.pid, () =>
-    variedAutocannon({ urls: shape.requests.map((r) => r.url), orgIds: shape.requests.map((r) => r.orgId), headers: headers(org(0)), connections: CONNECTIONS, seconds: ctx.seconds }),
+    variedAutocannon({ urls: order.map((r) => r.url), orgIds: order.map((r) => r.orgId), headers: headers(org(0)), connections: CONNECTIONS, seconds: ctx.seconds }),
   ).finally(() => writes.abort());
   const written = await writing;
-  const after = await firstPageSources(polled.url);
+  const after = await firstPageCounts(polled.url);
   const memory = after.memory - before.memory;
   const store = after.store - before.store;
+  // Each time the watch lost track, no kept page was served until a poll ended well and on
+  // time (first-page-watch.ts).
+  const times = (n: number) => `${n} time${n === 1 ? '' : 's'}`;
+  const lost = `the watch lost track ${times(before.lostTrack - lostBefore)} while they were asked and ${times(after.lostTrack - before.lostTrack)} under load`;
   return {
     scenario: label,
     measure: `gateway: ${shape.name}, kept, as dashboards poll it, ${writtenPerSecond === 0 ? 'no project written meanwhile' : `${writtenPerSecond} projects written a second by another process`}`,
@@ -333,7 +358,7 @@ async function pollShape(
     ...latencies(load),
     baseline: { name: 'SELECT 1', value: select1 },
     target: targetOf(shape.name),
-    note: `${Math.round((100 * memory) / Math.max(1, memory + store))}% of page reads answered from memory (${memory} from memory, ${store} from the store), the ${shape.requests.length} pages asked once in ${asked.toFixed(0)} s before${written > 0 ? `, ${written} events written meanwhile (${Math.round(written / ctx.seconds)} a second)` : ''}; ${load.requests} pages; gateway ${cpu.processCores.toFixed(2)} cores, load generator ${(load.generatorCores ?? NaN).toFixed(2)} of a core, machine ${Math.round(cpu.machineBusy * 100)}% busy`,
+    note: `${Math.round((100 * memory) / Math.max(1, memory + store))}% of page reads answered from memory (${memory} from memory, ${store} from the store), the ${shape.requests.length} pages asked once in ${asked.toFixed(0)} s before, ${lost}${written > 0 ? `, ${written} events written meanwhile (${Math.round(written / ctx.seconds)} a second)` : ''}; ${load.requests} pages; gateway ${cpu.processCores.toFixed(2)} cores, load generator ${(load.generatorCores ?? NaN).toFixed(2)} of a core, machine ${Math.round(cpu.machineBusy * 100)}% busy`,
   };
 }
 
@@ -368,11 +393,7 @@ export async function measureFeedAtScale(ctx: BenchContext, sizes: readonly numb
         const before = await serverCounters(ctx.clickhouseUrl);
         const sample = shape.requests.slice(0, SAMPLE);
         const sampling = performance.now();
-        for (const r of sample) {
-          const res = await fetch(r.url, { headers: headers(r.orgId) });
-          if (res.status !== 200) throw new Error(`${shape.name}: ${res.status} ${await res.text()}`);
-          await res.arrayBuffer();
-        }
+        await askEach(sample, headers, 1);
         const alone = (performance.now() - sampling) / sample.length;
         const after = await serverCounters(ctx.clickhouseUrl);
         // Counting reads those counters once more: a SELECT of its own, a row per event name.

@@ -16,9 +16,14 @@ export interface PageOwner {
  * - never a page read before this process's own last write of that project completed:
  *   a write drops the project's pages, and a read in flight when it lands is not kept;
  * - with `watched`, a page only while a watch of the store's writes
- *   (src/feed/first-page-watch.ts) follows every process's writes: the cache keeps and
- *   serves nothing until the watch `see`s, and drops everything when it goes `blind`.
- *   Writes it reports drop their projects' pages as this process's own do.
+ *   (src/feed/first-page-watch.ts) follows every process's writes: the cache keeps
+ *   nothing read before the watch first `see`s, and serves nothing while it is `blind`
+ *   or past what its last `see` vouched for. Writes it reports drop their projects' pages
+ *   as this process's own do. A blind spell drops no page and no read in flight: the
+ *   watch's windows leave no gap (and it drops every page where its store's clock stepped
+ *   back), so the poll that ends the spell drops every project written during it, and the
+ *   watch `see`s again only after a poll on time, so a page served after a spell is no
+ *   staler than one served while the watch keeps up.
  * The key is the caller's whole query, organization and project included, so no page is
  * ever served to another tenant, project, filter set or page size. Only successful reads
  * are kept; at most `capacity` pages, the oldest dropped first, and expired ones go as reads come.
@@ -29,9 +34,13 @@ export interface FirstPageCache<T> {
   invalidate(owner: PageOwner): void;
   /** Every kept page may be out of date (too many projects written to name them): drop them all, and every read in flight. */
   invalidateAll(): void;
-  /** The watch follows the store's writes from now on: reads that begin from now may be kept. */
-  see(): void;
-  /** The watch lost track of the store's writes: drop every page, and keep none until it sees again. */
+  /**
+   * The watch's last poll ended well and on time: kept pages may be served for `forMs`
+   * from now (the time the poll vouches for, which a late timer must not stretch), and
+   * reads that begin from the first `see` on may be kept.
+   */
+  see(forMs: number): void;
+  /** The watch is behind the store's writes: serve no kept page until it sees again. */
   blind(): void;
   /** Pages held, for tests. */
   readonly size: number;
@@ -61,7 +70,8 @@ const ownerKey = (owner: PageOwner) => JSON.stringify([owner.orgId.toLowerCase()
 export function createFirstPageCache<T>(options: FirstPageCacheOptions): FirstPageCache<T> {
   if (!Number.isInteger(options.maxAgeMs) || options.maxAgeMs < 0) throw new Error('maxAgeMs must be a whole number of milliseconds, 0 or more');
   const capacity = options.capacity ?? 1000;
-  const now = options.now ?? Date.now;
+  // Monotonic: a step of the wall clock must not stretch a page's age.
+  const now = options.now ?? (() => performance.now());
   const pages = new Map<string, Entry<T>>();
   // Each write of a project takes the next number; a read is kept only if no write of its
   // project took a number after the read began. Marks are forgotten with the pages (at
@@ -70,9 +80,12 @@ export function createFirstPageCache<T>(options: FirstPageCacheOptions): FirstPa
   const marks = new Map<string, number>();
   let forgotten = 0;
   const markOf = (owner: string) => marks.get(owner) ?? forgotten;
-  // Whether pages may be kept and served now; `epoch` moves whenever every page is dropped
-  // (going blind among them), so a read that began before is not kept.
-  let seeing = options.watched !== true;
+  // Until when (on `now`) kept pages may be served, and whether the watch has ever seen:
+  // before its first poll no window covers a write, so a read that began then may never be
+  // dropped by one. `epoch` moves whenever every page is dropped, so a read that began
+  // before is not kept.
+  let servingUntil = options.watched === true ? -Infinity : Infinity;
+  let followed = options.watched !== true;
   let epoch = 0;
   const dropAll = () => {
     epoch += 1;
@@ -91,14 +104,14 @@ export function createFirstPageCache<T>(options: FirstPageCacheOptions): FirstPa
 
   return {
     async read(owner, key, run) {
-      if (options.maxAgeMs === 0 || !seeing) {
+      if (options.maxAgeMs === 0 || !followed) {
         options.served?.('store');
         return run();
       }
       const at = now();
       dropExpired(at);
       const held = pages.get(key);
-      if (held !== undefined && at - held.readAt < options.maxAgeMs) {
+      if (at < servingUntil && held !== undefined && at - held.readAt < options.maxAgeMs) {
         options.served?.('memory');
         return held.value;
       }
@@ -127,12 +140,12 @@ export function createFirstPageCache<T>(options: FirstPageCacheOptions): FirstPa
       for (const [key, entry] of pages) if (entry.owner === who) pages.delete(key);
     },
     invalidateAll: dropAll,
-    see() {
-      seeing = true;
+    see(forMs) {
+      servingUntil = now() + forMs;
+      followed = true;
     },
     blind() {
-      seeing = false;
-      dropAll();
+      servingUntil = -Infinity;
     },
     get size() {
       return pages.size;

@@ -7,7 +7,7 @@ import type { FirstPageCache } from './first-page-cache.js';
 export interface FirstPageWatchSettings {
   /** Rows ingested less than this long ago may not all be visible yet (STREAM_SETTLE_MS). */
   readonly settleMs: number;
-  /** Interval between the starts of two polls (STREAM_POLL_MS); a poll that takes longer than this leaves the cache blind until it ends. */
+  /** Interval between the starts of two polls (STREAM_POLL_MS); a poll that takes longer than this leaves the cache blind until a poll ends on time. */
   readonly pollMs: number;
 }
 
@@ -17,6 +17,13 @@ export interface FirstPageWatchSettings {
  * names as pages, dropping them all costs less and loses little.
  */
 export const MAX_NAMED_PROJECTS = 1000;
+
+/** A horizon's milliseconds: 'YYYY-MM-DD hh:mm:ss.fff', UTC. Any other text fails the poll, so that no check is skipped. */
+function msOf(horizon: string): number {
+  const ms = Date.parse(`${horizon.replace(' ', 'T')}Z`);
+  if (Number.isNaN(ms)) throw new Error(`the store's clock read "${horizon}", not a UTC time`);
+  return ms;
+}
 
 export interface FirstPageWatch {
   /** Resolves once the loop has stopped; the cache is left blind. */
@@ -30,10 +37,13 @@ export interface FirstPageWatch {
  * store for its horizon (its clock less `settleMs`, as the live tail does) and for the
  * projects with a row ingested since the last horizon, and drops those projects' pages.
  * The windows follow one another with no gap, so every row is seen once it is `settleMs`
- * old. The cache keeps and serves pages only while this holds: it sees from the first
- * poll, and goes blind (every page dropped, none kept) when a poll fails or takes longer
- * than `pollMs`, until a poll ends well again. A page can so be out of date by at most
- * `settleMs` + 2 × `pollMs` for a write it did not see,
+ * old. The cache serves pages only while this keeps up: it sees from the end of the first
+ * poll on time, each such poll vouching for the pages until 2 × `pollMs` after it began,
+ * and goes blind (no page served) when a poll fails or takes longer than `pollMs`, until
+ * a poll ends well and on time. A late poll's window ends at the horizon the store
+ * answered, long before the poll ended, so serving at its end could miss the writes made
+ * since. A page can so be out of date by at most `settleMs` + 2 × `pollMs` for a write it
+ * did not see,
  * provided that a row is visible `settleMs` after its ingested_at: the live tail's own
  * assumption (docs/decisions/live-tail.md).
  */
@@ -44,27 +54,45 @@ export function watchFirstPages(deps: {
   logger: Logger;
   /** Told whether the cache sees (1) or is blind (0). */
   watched?: (seeing: 0 | 1) => void;
+  /**
+   * Told each time the watch stops following the store (not before its first good poll,
+   * nor at stop). A spell serves no kept page until a poll ends well and on time, so the
+   * count explains pages read from the store though asked within the cache's age, and
+   * shows spells too short for `watched`'s gauge to be scraped at.
+   */
+  lostTrack?: () => void;
 }): FirstPageWatch {
   const { store, cache, settings, logger } = deps;
   deps.watched?.(0);
   const stopping = new AbortController();
-  // The horizon the watch has followed writes up to; undefined until the first poll.
+  // The horizon the watch has followed writes up to, undefined until the first poll, and
+  // when (this process's monotonic clock) the store answered it.
   let from: string | undefined;
+  let fromAnsweredAt = 0;
   let blind = true;
   const goBlind = (why: string, error?: unknown) => {
     cache.blind();
     if (blind || stopping.signal.aborted) return;
     deps.watched?.(0);
+    deps.lostTrack?.();
     blind = true;
     logger.warn({ err: error, why }, 'first pages are read from the store until the watch of its writes catches up');
   };
 
   const poll = async () => {
+    const started = performance.now();
     const slow = setTimeout(() => goBlind(`a poll took longer than ${settings.pollMs} ms`), settings.pollMs);
     try {
       const horizon = await store.tailHorizon(settings.settleMs);
+      const answeredAt = performance.now();
       // Both are fixed-width store texts: text order is time order.
-      if (from !== undefined && horizon > from) {
+      if (from !== undefined && horizon > from && msOf(horizon) - msOf(from) < started - fromAnsweredAt - settings.settleMs) {
+        // The store's clock moved less than ours since it answered `from`, which it cannot
+        // without stepping back: a step of more than `settleMs`, caught up since (over a
+        // blind spell, say), gave rows written meanwhile an ingested_at below `from`, which
+        // no window from it holds.
+        cache.invalidateAll();
+      } else if (from !== undefined && horizon > from) {
         const changed = await store.changedProjects(from, horizon, MAX_NAMED_PROJECTS);
         if (changed === undefined) cache.invalidateAll();
         else for (const project of changed) cache.invalidate(project);
@@ -74,6 +102,7 @@ export function watchFirstPages(deps: {
         cache.invalidateAll();
       }
       from = horizon;
+      fromAnsweredAt = answeredAt;
     } catch (error) {
       clearTimeout(slow);
       // A poll cut short by the store's client closing at shutdown is no loss of track.
@@ -82,7 +111,14 @@ export function watchFirstPages(deps: {
     }
     clearTimeout(slow);
     if (stopping.signal.aborted) return;
-    cache.see();
+    // A busy event loop can run the store's answer before an overdue timer: the clock decides.
+    if (performance.now() - started > settings.pollMs) {
+      goBlind(`a poll took longer than ${settings.pollMs} ms`);
+      return;
+    }
+    // The poll's window covers every write visible by its start: pages may be served until
+    // the next poll, started on time, has had its interval to end.
+    cache.see(started + 2 * settings.pollMs - performance.now());
     if (!blind) return;
     blind = false;
     deps.watched?.(1);

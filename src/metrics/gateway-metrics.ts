@@ -24,6 +24,8 @@ export interface GatewayMetrics {
   readonly firstPages: Counter<'source'>;
   /** 1 while the watch of the store's writes follows them (kept first pages are served), 0 while it is blind. */
   readonly firstPagesWatched: Gauge;
+  /** Times the watch fell behind the store's writes while following them, each time serving no kept first page until it caught up. */
+  readonly firstPagesLostTrack: Counter;
 }
 
 // From a loopback answer to a slow dependency: the API answers in milliseconds, a timeout in seconds.
@@ -81,5 +83,10 @@ export function createGatewayMetrics(): GatewayMetrics {
     tailStreams: new Gauge({ name: 'live_tail_streams', help: 'Open live tails: live (fed by the shared read) or catching_up.', labelNames: ['state'], registers }),
     firstPages: new Counter({ name: 'feed_first_pages_total', help: 'Feed first-page reads (no cursor), by where they were answered: memory (a kept page) or store. A request that joins a read already in flight is not counted again.', labelNames: ['source'], registers }),
     firstPagesWatched: new Gauge({ name: 'feed_first_pages_watched', help: "1 while the watch of the store's writes follows them, so kept first pages are served; 0 while it is blind.", registers }),
+    firstPagesLostTrack: new Counter({
+      name: 'feed_first_pages_lost_track_total',
+      help: "Times the watch of the store's writes fell behind them (a poll failed or ran longer than STREAM_POLL_MS), each time serving no kept first page until a poll ended well and on time.",
+      registers,
+    }),
   };
 }

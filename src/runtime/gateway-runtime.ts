@@ -124,7 +124,14 @@ export async function startRuntime(config: Config, logger: Logger, env: CommandE
     if (firstPages !== undefined) {
       // Other processes' writes reach the kept pages only through the store: the watch stops
       // before the store's client closes (probeClients close after every closer).
-      const watch = watchFirstPages({ store, cache: firstPages, settings: config.liveTail, logger, watched: (seeing) => metrics.firstPagesWatched.set(seeing) });
+      const watch = watchFirstPages({
+        store,
+        cache: firstPages,
+        settings: config.liveTail,
+        logger,
+        watched: (seeing) => metrics.firstPagesWatched.set(seeing),
+        lostTrack: () => metrics.firstPagesLostTrack.inc(),
+      });
       closers.push(() => watch.stop());
     }
     const ingestor = createEventIngestor({ store, schemas });

@@ -44,6 +44,8 @@ describe('feed first pages kept in memory [clickhouse-server]', function () {
     const sql = await openStore(gw.config);
     opened.push({ gw, sql });
     await waitFor('the watch of the store\'s writes to follow them', async () => ((await metric(gw, 'feed_first_pages_watched')) === 1 ? true : undefined));
+    const scraped = parseMetrics((await request('GET', new URL('/metrics', gw.baseUrl).toString())).text);
+    expect(samplesOf(scraped, 'feed_first_pages_lost_track_total', {}), "the count of the watch's lost track, one series").to.have.length(1);
     const elsewhere = (tenant: Tenant, count: number, start: number) =>
       createClickHouseEventStore(sql).insertEvents(eventSeries(count, { org_id: tenant.orgId, project_id: tenant.projectId }, start).map(storableEvent));
     return { gw, elsewhere };

@@ -259,35 +259,86 @@ describe('first page cache', () => {
       await cache.read(owner, 'k', store.run);
       await cache.read(owner, 'k', store.run);
       expect(store.runs, 'blind: every page read').to.equal(2);
-      cache.see();
+      cache.see(60_000);
       await cache.read(owner, 'k', store.run);
       await cache.read(owner, 'k', store.run);
       expect(store.runs, 'seeing: the page kept').to.equal(3);
     });
 
-    it('drops every page when the watch goes blind, keeps none while blind, nor a read that began before it went blind', async () => {
+    it('serves kept pages only for as long as the watch\'s last poll vouches, and again once the next one does', async () => {
+      let clock = 0;
+      const cache = createFirstPageCache<number>({ maxAgeMs: 60_000, watched: true, now: () => clock });
+      const owner = { orgId: uuid(), projectId: uuid() };
+      const store = counting();
+      cache.see(1000);
+      await cache.read(owner, 'k', store.run);
+      clock = 999;
+      await cache.read(owner, 'k', store.run);
+      expect(store.runs, 'within what the poll vouched for: from memory').to.equal(1);
+      // No poll since, and no timer that ran to say so: the clock alone stops serving.
+      clock = 1000;
+      await cache.read(owner, 'k', store.run);
+      expect(store.runs, 'past it: read from the store').to.equal(2);
+      cache.see(1000);
+      await cache.read(owner, 'k', store.run);
+      expect(store.runs, 'the next poll vouches: from memory again').to.equal(2);
+    });
+
+    it('keeps no read that began before the watch first saw, though it ends after', async () => {
       const cache = createFirstPageCache<number>({ maxAgeMs: 60_000, watched: true });
       const owner = { orgId: uuid(), projectId: uuid() };
       const store = counting();
-      cache.see();
+      const release = store.hold();
+      const early = cache.read(owner, 'k', store.run);
+      cache.see(60_000);
+      release();
+      await early;
+      expect(cache.size, 'no window of the watch covers the writes before its first poll').to.equal(0);
+    });
+
+    it('serves no kept page while the watch is blind, and keeps its pages and the reads in flight through the blind spell', async () => {
+      const cache = createFirstPageCache<number>({ maxAgeMs: 60_000, watched: true });
+      const owner = { orgId: uuid(), projectId: uuid() };
+      const store = counting();
+      cache.see(60_000);
       await cache.read(owner, 'kept', store.run);
       const release = store.hold();
       const inFlight = cache.read(owner, 'in flight', store.run);
       cache.blind();
-      cache.see();
       release();
       await inFlight;
-      expect(cache.size, "the kept page dropped, the read that began before the blind spell not kept").to.equal(0);
-      cache.blind();
+      expect(cache.size, 'the page kept before and the read in flight').to.equal(2);
       await cache.read(owner, 'kept', store.run);
-      expect(cache.size, 'nothing kept while blind').to.equal(0);
+      expect(store.runs, 'blind: the kept page read again from the store').to.equal(3);
+      await cache.read(owner, 'read while blind', store.run);
+      expect(cache.size, 'a read while blind kept too').to.equal(3);
+      cache.see(60_000);
+      expect(await cache.read(owner, 'kept', store.run), 'the page the blind read kept').to.equal(3);
+      expect(await cache.read(owner, 'in flight', store.run)).to.equal(2);
+      expect(await cache.read(owner, 'read while blind', store.run)).to.equal(4);
+      expect(store.runs, 'seeing again: every page from memory').to.equal(4);
+    });
+
+    it('drops the pages of a project written during a blind spell, as the poll that ends it reports', async () => {
+      const cache = createFirstPageCache<number>({ maxAgeMs: 60_000, watched: true });
+      const [written, quiet] = [{ orgId: uuid(), projectId: uuid() }, { orgId: uuid(), projectId: uuid() }];
+      const store = counting();
+      cache.see(60_000);
+      await cache.read(written, 'written', store.run);
+      await cache.read(quiet, 'quiet', store.run);
+      cache.blind();
+      cache.invalidate(written);
+      cache.see(60_000);
+      await cache.read(written, 'written', store.run);
+      await cache.read(quiet, 'quiet', store.run);
+      expect(store.runs, 'the written project read again, the other from memory').to.equal(3);
     });
 
     it('drops every page and every read in flight when told that too many projects were written to name them', async () => {
       const cache = createFirstPageCache<number>({ maxAgeMs: 60_000, watched: true });
       const [a, b] = [{ orgId: uuid(), projectId: uuid() }, { orgId: uuid(), projectId: uuid() }];
       const store = counting();
-      cache.see();
+      cache.see(60_000);
       await cache.read(a, 'a', store.run);
       const release = store.hold();
       const inFlight = cache.read(b, 'b', store.run);

@@ -6,13 +6,13 @@ import type { EventStore, TailScope } from '../../../src/store/event-store.js';
 import { uuid } from '../../support/factories.js';
 import { waitFor } from '../../support/wait-for.js';
 
-type CacheCall = { kind: 'see' } | { kind: 'blind' } | { kind: 'invalidateAll' } | { kind: 'invalidate'; project: TailScope };
+type CacheCall = { kind: 'see'; forMs: number } | { kind: 'blind' } | { kind: 'invalidateAll' } | { kind: 'invalidate'; project: TailScope };
 
 /** A cache that records what the watch tells it. */
 function recordingCache() {
   const calls: CacheCall[] = [];
   const cache: Pick<FirstPageCache<unknown>, 'invalidate' | 'invalidateAll' | 'see' | 'blind'> = {
-    see: () => calls.push({ kind: 'see' }),
+    see: (forMs) => calls.push({ kind: 'see', forMs }),
     blind: () => calls.push({ kind: 'blind' }),
     invalidateAll: () => calls.push({ kind: 'invalidateAll' }),
     invalidate: (project) => calls.push({ kind: 'invalidate', project }),
@@ -21,21 +21,28 @@ function recordingCache() {
 }
 
 /**
- * A store whose clock moves a millisecond per horizon asked, answering each window with the
- * projects `written` holds for it; `next` decides how the next call goes.
+ * A store whose clock follows this process's (and moves at least a millisecond per horizon
+ * asked), answering each window with the projects `written` holds for it; `next` decides
+ * how the next call goes.
  */
 function scriptedStore() {
+  let offset = 10_000 - performance.now();
   let tick = 10_000;
   const windows: { from: string; before: string }[] = [];
   let pending: TailScope[] | 'too many' = [];
   let next: 'ok' | 'fails' | 'window fails' | 'hangs' = 'ok';
   let release: () => void = () => {};
-  const text = (ms: number) => `2026-11-26 10:00:${String(Math.floor(ms / 1000)).padStart(2, '0')}.${String(ms % 1000).padStart(3, '0')}`;
+  let reject: (error: Error) => void = () => {};
+  let hung: () => void = () => {};
+  const text = (ms: number) => new Date(Date.UTC(2026, 10, 26, 10) + ms).toISOString().slice(0, 23).replace('T', ' ');
   const store: Pick<EventStore, 'tailHorizon' | 'changedProjects'> = {
     async tailHorizon() {
       if (next === 'fails') throw new Error('the store is down');
-      if (next === 'hangs') await new Promise<void>((resolve) => (release = resolve));
-      tick += 1;
+      if (next === 'hangs') {
+        hung();
+        await new Promise<void>((resolve, fail) => ([release, reject] = [resolve, fail]));
+      }
+      tick = Math.max(tick + 1, Math.floor(performance.now() + offset));
       return text(tick);
     },
     async changedProjects(from, before, limit) {
@@ -52,10 +59,17 @@ function scriptedStore() {
     windows,
     write: (projects: TailScope[] | 'too many') => (pending = projects),
     /** The store's clock steps back by `ms`. */
-    stepBack: (ms: number) => (tick -= ms),
+    stepBack: (ms: number) => {
+      tick -= ms;
+      offset -= ms;
+    },
+    /** Resolves as the next poll hangs on the store, before any timer can run. */
+    nextHang: () => new Promise<void>((resolve) => (hung = resolve)),
+    /** 'ok' lets a hung poll go on; 'fails' makes it fail. */
     set next(how: 'ok' | 'fails' | 'window fails' | 'hangs') {
       next = how;
       if (how === 'ok') release();
+      if (how === 'fails') reject(new Error('the store is down'));
     },
   };
 }
@@ -71,8 +85,12 @@ describe('first page watch', () => {
     await watch?.stop();
     watch = undefined;
   });
-  const start = (store: ReturnType<typeof scriptedStore>, cache: ReturnType<typeof recordingCache>, pollMs = 5) =>
-    (watch = watchFirstPages({ store: store.store, cache: cache.cache, settings: { settleMs: 2000, pollMs }, logger: createLogger('silent') }));
+  let lostTrack = 0;
+  // Polls 50 ms apart: a poll on time is one the machine does not pause for that long.
+  const start = (store: ReturnType<typeof scriptedStore>, cache: ReturnType<typeof recordingCache>, pollMs = 50, settleMs = 2000) => {
+    lostTrack = 0;
+    return (watch = watchFirstPages({ store: store.store, cache: cache.cache, settings: { settleMs, pollMs }, logger: createLogger('silent'), lostTrack: () => (lostTrack += 1) }));
+  };
 
   it('lets the cache keep pages once its first poll has a horizon, and asks for every window after it with no gap and no overlap', async () => {
     const store = scriptedStore();
@@ -98,24 +116,119 @@ describe('first page watch', () => {
   });
 
   const failures = [
-    { next: 'fails', what: 'polls fail (the horizon)', pollMs: 5 },
-    { next: 'window fails', what: 'polls fail (the window)', pollMs: 5 },
-    { next: 'hangs', what: 'a poll takes longer than the interval', pollMs: 20 },
+    { next: 'fails', what: 'polls fail (the horizon)' },
+    { next: 'window fails', what: 'polls fail (the window)' },
+    { next: 'hangs', what: 'a poll takes longer than the interval' },
   ] as const;
   for (const failure of failures) {
-    it(`leaves the cache blind while ${failure.what}, and lets it see again, with no window skipped, once a poll ends well`, async () => {
+    it(`leaves the cache blind while ${failure.what}, and lets it see again, with no window skipped, once a poll ends well, counting each spell once`, async () => {
       const store = scriptedStore();
       const cache = recordingCache();
-      start(store, cache, failure.pollMs);
+      start(store, cache);
       await waitFor('the cache to see', async () => (cache.last() === 'see' && store.windows.length > 0 ? true : undefined));
+      const lostBefore = lostTrack;
       store.next = failure.next;
       await waitFor('the cache blind', async () => (cache.last() === 'blind' ? true : undefined));
+      if (failure.next !== 'hangs') {
+        // Polls go on failing while blind: the spell is still the one.
+        const blindCalls = () => cache.calls.filter((c) => c.kind === 'blind').length;
+        const seen = blindCalls();
+        await waitFor('two more failed polls', async () => (blindCalls() >= seen + 2 ? true : undefined));
+        expect(lostTrack, 'one spell counted, however many polls it lasted').to.equal(lostBefore + 1);
+      } else expect(lostTrack, 'one spell counted').to.equal(lostBefore + 1);
       const asked = store.windows.length;
       store.next = 'ok';
       await waitFor('the cache to see again', async () => (cache.last() === 'see' && store.windows.length > asked + 1 ? true : undefined));
       expectContiguous(store.windows);
+      store.next = failure.next;
+      await waitFor('the cache blind again', async () => (cache.last() === 'blind' ? true : undefined));
+      expect(lostTrack, 'a second spell counted').to.equal(lostBefore + 2);
+      // Lets a hung poll end, so that none is left pending at the stop.
+      store.next = 'ok';
     });
   }
+
+  it('counts a poll that runs late and then fails as one spell', async () => {
+    const store = scriptedStore();
+    const cache = recordingCache();
+    start(store, cache);
+    await waitFor('the cache to see', async () => (cache.last() === 'see' && store.windows.length > 0 ? true : undefined));
+    store.next = 'hangs';
+    await waitFor('the cache blind', async () => (cache.last() === 'blind' ? true : undefined));
+    const blindCalls = () => cache.calls.filter((c) => c.kind === 'blind').length;
+    const late = blindCalls();
+    store.next = 'fails';
+    await waitFor('the late poll failed and one more after it', async () => (blindCalls() >= late + 2 ? true : undefined));
+    expect(lostTrack).to.equal(1);
+  });
+
+  it('counts no spell before the first poll ends well, and counts the first after it', async () => {
+    const store = scriptedStore();
+    const cache = recordingCache();
+    store.next = 'fails';
+    start(store, cache);
+    await waitFor('three polls failed', async () => (cache.calls.filter((c) => c.kind === 'blind').length >= 3 ? true : undefined));
+    expect(lostTrack, 'a watch that never followed the store lost no track').to.equal(0);
+    store.next = 'ok';
+    await waitFor('the cache to see', async () => (cache.last() === 'see' ? true : undefined));
+    store.next = 'fails';
+    await waitFor('the cache blind', async () => (cache.last() === 'blind' ? true : undefined));
+    expect(lostTrack).to.equal(1);
+  });
+
+  it('lets the cache see again only after a poll on time, not at the end of a late one, whose window ends where it began', async () => {
+    const store = scriptedStore();
+    const cache = recordingCache();
+    // Windows asked by the time of each `see`.
+    const seenAt: number[] = [];
+    const see = cache.cache.see;
+    cache.cache.see = (forMs) => {
+      seenAt.push(store.windows.length);
+      see(forMs);
+    };
+    start(store, cache);
+    await waitFor('the cache to see', async () => (cache.last() === 'see' && store.windows.length > 0 ? true : undefined));
+    const hangs = store.nextHang();
+    store.next = 'hangs';
+    await hangs;
+    const hungAt = performance.now();
+    // Released only once late by this process's clock too, which a timer may fire a fraction of a millisecond short of.
+    await waitFor('the cache blind', async () => (cache.last() === 'blind' && performance.now() - hungAt > 50 ? true : undefined));
+    const asked = store.windows.length;
+    const seen = seenAt.length;
+    store.next = 'ok';
+    await waitFor('the cache to see again', async () => (seenAt.length > seen ? true : undefined));
+    expect(seenAt[seen], 'the late poll asked one window and did not see; a poll after it did').to.be.at.least(asked + 2);
+    expectContiguous(store.windows);
+  });
+
+  it('vouches for kept pages until the next poll, started on time, has had its interval to end, and no longer', async () => {
+    const store = scriptedStore();
+    const cache = recordingCache();
+    start(store, cache);
+    await waitFor('five polls seen', async () => (cache.calls.filter((c) => c.kind === 'see').length >= 5 ? true : undefined));
+    for (const call of cache.calls) if (call.kind === 'see') expect(call.forMs).to.be.within(50, 100);
+  });
+
+  it("drops every page when the store's clock stepped back during a blind spell, though it caught up before the spell ended", async () => {
+    const store = scriptedStore();
+    const cache = recordingCache();
+    // Rows count as seen 20 ms after they are written, polls 50 ms apart.
+    start(store, cache, 50, 20);
+    await waitFor('the cache to see', async () => (cache.last() === 'see' && store.windows.length > 0 ? true : undefined));
+    store.next = 'fails';
+    await waitFor('the cache blind', async () => (cache.last() === 'blind' ? true : undefined));
+    const dropsBefore = cache.calls.filter((c) => c.kind === 'invalidateAll').length;
+    // A step of 30 ms, more than the 20 rows take to count as seen: rows written just
+    // after it carry an ingested_at below the last horizon, in no window from it.
+    store.stepBack(30);
+    const steppedAt = performance.now();
+    // Blind long enough for the store's clock to pass the horizon before the step again.
+    await waitFor('the store past its old horizon', async () => (performance.now() - steppedAt > 100 ? true : undefined));
+    store.next = 'ok';
+    await waitFor('the cache to see again', async () => (cache.last() === 'see' ? true : undefined));
+    expect(cache.calls.filter((c) => c.kind === 'invalidateAll').length, 'every page dropped').to.be.greaterThan(dropsBefore);
+  });
 
   it("drops every page when the store's clock steps back, and follows from the new horizon", async () => {
     const store = scriptedStore();
@@ -132,7 +245,7 @@ describe('first page watch', () => {
     expectContiguous(after);
   });
 
-  it('leaves the cache blind once stopped', async () => {
+  it('leaves the cache blind once stopped, with no track counted as lost', async () => {
     const store = scriptedStore();
     const cache = recordingCache();
     const stopped = start(store, cache);
@@ -140,5 +253,24 @@ describe('first page watch', () => {
     await stopped.stop();
     watch = undefined;
     expect(cache.last()).to.equal('blind');
+    expect(lostTrack, 'a stop is no track lost').to.equal(0);
+  });
+
+  it('counts no spell when stopped while a poll hangs past its interval', async () => {
+    const store = scriptedStore();
+    const cache = recordingCache();
+    const stopped = start(store, cache);
+    await waitFor('the cache to see', async () => (cache.last() === 'see' && store.windows.length > 0 ? true : undefined));
+    const hangs = store.nextHang();
+    store.next = 'hangs';
+    await hangs;
+    // Stopped within the same turn of the event loop, so the hung poll's interval runs out after the stop.
+    await stopped.stop();
+    watch = undefined;
+    const blindCalls = () => cache.calls.filter((c) => c.kind === 'blind').length;
+    const atStop = blindCalls();
+    await waitFor("the hung poll's interval to run out", async () => (blindCalls() > atStop ? true : undefined));
+    expect(lostTrack).to.equal(0);
+    store.next = 'ok';
   });
 });
