@@ -86,14 +86,13 @@ export function watchFirstPages(deps: {
       const horizon = await store.tailHorizon(settings.settleMs);
       const answeredAt = performance.now();
       // Both are fixed-width store texts: text order is time order.
-      if (from !== undefined && horizon > from && msOf(horizon) - msOf(from) < started - fromAnsweredAt - settings.settleMs) {
+      if (from !== undefined && horizon > from) {
         // The store's clock moved less than ours since it answered `from`, which it cannot
         // without stepping back: a step of more than `settleMs`, caught up since (over a
         // blind spell, say), gave rows written meanwhile an ingested_at below `from`, which
         // no window from it holds.
-        cache.invalidateAll();
-      } else if (from !== undefined && horizon > from) {
-        const changed = await store.changedProjects(from, horizon, MAX_NAMED_PROJECTS);
+        const steppedBack = msOf(horizon) - msOf(from) < started - fromAnsweredAt - settings.settleMs;
+        const changed = steppedBack ? undefined : await store.changedProjects(from, horizon, MAX_NAMED_PROJECTS);
         if (changed === undefined) cache.invalidateAll();
         else for (const project of changed) cache.invalidate(project);
       } else if (from !== undefined && horizon < from) {

@@ -17,7 +17,7 @@ function recordingCache() {
     invalidateAll: () => calls.push({ kind: 'invalidateAll' }),
     invalidate: (project) => calls.push({ kind: 'invalidate', project }),
   };
-  return { cache, calls, last: () => calls.at(-1)?.kind };
+  return { cache, calls, last: () => calls.at(-1)?.kind, count: (kind: CacheCall['kind']) => calls.filter((c) => c.kind === kind).length };
 }
 
 /**
@@ -109,7 +109,7 @@ describe('first page watch', () => {
     await waitFor('the cache to see', async () => (cache.last() === 'see' ? true : undefined));
     const written = [{ orgId: uuid(), projectId: uuid() }, { orgId: uuid(), projectId: uuid() }];
     store.write(written);
-    await waitFor('both projects dropped', async () => (cache.calls.filter((c) => c.kind === 'invalidate').length === 2 ? true : undefined));
+    await waitFor('both projects dropped', async () => (cache.count('invalidate') === 2 ? true : undefined));
     expect(cache.calls.flatMap((c) => (c.kind === 'invalidate' ? [c.project] : []))).to.deep.equal(written);
     store.write('too many');
     await waitFor('every page dropped', async () => (cache.calls.some((c) => c.kind === 'invalidateAll') ? true : undefined));
@@ -131,9 +131,8 @@ describe('first page watch', () => {
       await waitFor('the cache blind', async () => (cache.last() === 'blind' ? true : undefined));
       if (failure.next !== 'hangs') {
         // Polls go on failing while blind: the spell is still the one.
-        const blindCalls = () => cache.calls.filter((c) => c.kind === 'blind').length;
-        const seen = blindCalls();
-        await waitFor('two more failed polls', async () => (blindCalls() >= seen + 2 ? true : undefined));
+        const seen = cache.count('blind');
+        await waitFor('two more failed polls', async () => (cache.count('blind') >= seen + 2 ? true : undefined));
         expect(lostTrack, 'one spell counted, however many polls it lasted').to.equal(lostBefore + 1);
       } else expect(lostTrack, 'one spell counted').to.equal(lostBefore + 1);
       const asked = store.windows.length;
@@ -157,10 +156,9 @@ describe('first page watch', () => {
     const lostSeeing = lostTrack;
     store.next = 'hangs';
     await waitFor('the cache blind', async () => (cache.last() === 'blind' ? true : undefined));
-    const blindCalls = () => cache.calls.filter((c) => c.kind === 'blind').length;
-    const late = blindCalls();
+    const late = cache.count('blind');
     store.next = 'fails';
-    await waitFor('the late poll failed and one more after it', async () => (blindCalls() >= late + 2 ? true : undefined));
+    await waitFor('the late poll failed and one more after it', async () => (cache.count('blind') >= late + 2 ? true : undefined));
     expect(lostTrack).to.equal(lostSeeing + 1);
   });
 
@@ -169,7 +167,7 @@ describe('first page watch', () => {
     const cache = recordingCache();
     store.next = 'fails';
     start(store, cache);
-    await waitFor('three polls failed', async () => (cache.calls.filter((c) => c.kind === 'blind').length >= 3 ? true : undefined));
+    await waitFor('three polls failed', async () => (cache.count('blind') >= 3 ? true : undefined));
     expect(lostTrack, 'a watch that never followed the store lost no track').to.equal(0);
     store.next = 'ok';
     await waitFor('the cache to see', async () => (cache.last() === 'see' ? true : undefined));
@@ -209,7 +207,7 @@ describe('first page watch', () => {
     const store = scriptedStore();
     const cache = recordingCache();
     start(store, cache);
-    await waitFor('five polls seen', async () => (cache.calls.filter((c) => c.kind === 'see').length >= 5 ? true : undefined));
+    await waitFor('five polls seen', async () => (cache.count('see') >= 5 ? true : undefined));
     for (const call of cache.calls) if (call.kind === 'see') expect(call.forMs).to.be.within(50, 100);
   });
 
@@ -221,7 +219,7 @@ describe('first page watch', () => {
     await waitFor('the cache to see', async () => (cache.last() === 'see' && store.windows.length > 0 ? true : undefined));
     store.next = 'fails';
     await waitFor('the cache blind', async () => (cache.last() === 'blind' ? true : undefined));
-    const dropsBefore = cache.calls.filter((c) => c.kind === 'invalidateAll').length;
+    const dropsBefore = cache.count('invalidateAll');
     // A step of 60 ms, well over the 20 rows take to count as seen: rows written just
     // after it carry an ingested_at below the last horizon, in no window from it.
     store.stepBack(60);
@@ -230,7 +228,7 @@ describe('first page watch', () => {
     await waitFor('the store past its old horizon', async () => (performance.now() - steppedAt > 150 ? true : undefined));
     store.next = 'ok';
     await waitFor('the cache to see again', async () => (cache.last() === 'see' ? true : undefined));
-    expect(cache.calls.filter((c) => c.kind === 'invalidateAll').length, 'every page dropped').to.be.greaterThan(dropsBefore);
+    expect(cache.count('invalidateAll'), 'every page dropped').to.be.greaterThan(dropsBefore);
   });
 
   it("drops every page when the store's clock steps back, and follows from the new horizon", async () => {
@@ -272,9 +270,8 @@ describe('first page watch', () => {
     // Stopped within the same turn of the event loop, so the hung poll's interval runs out after the stop.
     await stopped.stop();
     watch = undefined;
-    const blindCalls = () => cache.calls.filter((c) => c.kind === 'blind').length;
-    const atStop = blindCalls();
-    await waitFor("the hung poll's interval to run out", async () => (blindCalls() > atStop ? true : undefined));
+    const atStop = cache.count('blind');
+    await waitFor("the hung poll's interval to run out", async () => (cache.count('blind') > atStop ? true : undefined));
     expect(lostTrack).to.equal(lostAtStop);
     store.next = 'ok';
   });
