@@ -24,6 +24,9 @@ export interface PageOwner {
  *   back), so the poll that ends the spell drops every project written during it, and the
  *   watch `see`s again only after a poll on time, so a page served after a spell is no
  *   staler than one served while the watch keeps up.
+ * A page served since it was kept is read again as soon as a write drops it, so that the
+ * dashboards polling it find the new page in memory; a request that comes meanwhile waits
+ * for that read instead of starting its own.
  * The key is the caller's whole query, organization and project included, so no page is
  * ever served to another tenant, project, filter set or page size. Only successful reads
  * are kept; at most `capacity` pages, the oldest dropped first, and expired ones go as reads come.
@@ -42,6 +45,8 @@ export interface FirstPageCache<T> {
   see(forMs: number): void;
   /** The watch is behind the store's writes: serve no kept page until it sees again. */
   blind(): void;
+  /** Starts no more reads again, and resolves once those in flight have settled: before the store closes. */
+  close(): Promise<void>;
   /** Pages held, for tests. */
   readonly size: number;
 }
@@ -53,8 +58,10 @@ export interface FirstPageCacheOptions {
   readonly capacity?: number;
   /** Whether a watch of the store's writes drives the cache (`see`, `blind`): blind until it first sees. */
   readonly watched?: boolean;
-  /** Told where each page came from. */
+  /** Told where each page came from: a request that waited for a refresh was answered by the store. */
   readonly served?: (source: 'memory' | 'store') => void;
+  /** Told of each page read again because its project was written. */
+  readonly refreshed?: () => void;
   readonly now?: () => number;
 }
 
@@ -62,7 +69,32 @@ interface Entry<T> {
   readonly owner: string;
   readonly value: T;
   readonly readAt: number;
+  /** The read that fetched it, to fetch it again when its project is written. */
+  readonly run: () => Promise<T>;
+  /** Served since it was kept: a page dashboards poll, worth reading again ahead of them. */
+  asked: boolean;
 }
+
+/** A kept page's read again, started by a write of its project. */
+interface Refresh<T> {
+  readonly owner: string;
+  readonly run: () => Promise<T>;
+  /** When it began (`now`): a request waits for it only while a page read then may be served. */
+  readonly at: number;
+  readonly value: Promise<T>;
+  /** A request waited for it: the page it brings is one dashboards poll. */
+  joined: boolean;
+  /** A later write of its project overtook it: it keeps nothing, and no request waits for it from then on. */
+  overtaken: boolean;
+}
+
+/**
+ * Reads again in flight at most, overtaken ones included until they settle: one batch of
+ * page reads (src/store/batched-page-reads.ts). The poll that ends a blind spell may name
+ * hundreds of projects; past this many, their pages are dropped as before and read when
+ * asked, so that such a burst does not queue hundreds of reads before the requests' own.
+ */
+export const MAX_REFRESHES_IN_FLIGHT = 32;
 
 /** Ids are UUIDs, which either case spells: a write that spells them in upper case drops the pages read under lower case. */
 const ownerKey = (owner: PageOwner) => JSON.stringify([owner.orgId.toLowerCase(), owner.projectId.toLowerCase()]);
@@ -87,9 +119,56 @@ export function createFirstPageCache<T>(options: FirstPageCacheOptions): FirstPa
   let servingUntil = options.watched === true ? -Infinity : Infinity;
   let followed = options.watched !== true;
   let epoch = 0;
+  const refreshing = new Map<string, Refresh<T>>();
+  // Reads again that have not settled, overtaken ones included: what the cap counts and close awaits.
+  const settling = new Set<Promise<void>>();
+  let closed = false;
   const dropAll = () => {
     epoch += 1;
     pages.clear();
+    refreshing.clear();
+  };
+  const keep = (key: string, entry: Entry<T>) => {
+    pages.delete(key);
+    while (pages.size >= capacity) pages.delete(pages.keys().next().value!);
+    pages.set(key, entry);
+  };
+
+  // Reads a written project's page again at once, so that the dashboards polling it find it
+  // in memory instead of each waiting for the store. It is kept by the rules of a request's
+  // read: not if another write of its project, or a drop of every page, overtakes it, nor
+  // over a page a request read later. A read overtaken by a write is read again once it
+  // settles, and only if a request waited for it.
+  const refresh = (key: string, owner: string, run: () => Promise<T>) => {
+    if (closed || !followed || refreshing.has(key) || settling.size >= MAX_REFRESHES_IN_FLIGHT) return;
+    options.refreshed?.();
+    const at = now();
+    const began = writes;
+    const beganIn = epoch;
+    // A read that throws before its promise is a failed read again, not a failed write.
+    const record: Refresh<T> = { owner, run, at, value: (async () => run())(), joined: false, overtaken: false };
+    refreshing.set(key, record);
+    const settled: Promise<void> = record.value
+      .then(
+        (value) => {
+          if (refreshing.get(key) !== record) return;
+          refreshing.delete(key);
+          const held = pages.get(key);
+          if (held !== undefined && held.readAt >= at) return;
+          if (epoch === beganIn && markOf(owner) <= began) keep(key, { owner, value, readAt: at, run, asked: record.joined });
+        },
+        // A read again that fails keeps nothing; a request that waited for it reads the store itself.
+        () => {
+          if (refreshing.get(key) === record) refreshing.delete(key);
+        },
+      )
+      .finally(() => {
+        settling.delete(settled);
+        if (record.overtaken && record.joined && !pages.has(key)) refresh(key, owner, run);
+      })
+      // Nothing above rejects but a caller's callback (`refreshed`): never a write's failure.
+      .catch(() => undefined);
+    settling.add(settled);
   };
 
   // Pages are held in the order they were kept, near enough the order their reads began:
@@ -111,20 +190,30 @@ export function createFirstPageCache<T>(options: FirstPageCacheOptions): FirstPa
       const at = now();
       dropExpired(at);
       const held = pages.get(key);
-      if (at < servingUntil && held !== undefined && at - held.readAt < options.maxAgeMs) {
+      const serving = at < servingUntil;
+      if (serving && held !== undefined && at - held.readAt < options.maxAgeMs) {
+        held.asked = true;
         options.served?.('memory');
         return held.value;
       }
       options.served?.('store');
+      // A read again began after the last write of its project this process knows of (a
+      // later one takes it out of `refreshing`): as fresh as a read begun now, while the
+      // watch vouches for what it missed and a page read then may still be served.
+      const refreshed = serving ? refreshing.get(key) : undefined;
+      if (refreshed !== undefined && at - refreshed.at < options.maxAgeMs) {
+        refreshed.joined = true;
+        try {
+          return await refreshed.value;
+        } catch {
+          // Read below as if there had been no refresh.
+        }
+      }
       const who = ownerKey(owner);
       const began = writes;
       const beganIn = epoch;
       const value = await run();
-      if (epoch === beganIn && markOf(who) <= began) {
-        pages.delete(key);
-        while (pages.size >= capacity) pages.delete(pages.keys().next().value!);
-        pages.set(key, { owner: who, value, readAt: at });
-      }
+      if (epoch === beganIn && markOf(who) <= began) keep(key, { owner: who, value, readAt: at, run, asked: false });
       return value;
     },
     invalidate(owner) {
@@ -137,7 +226,18 @@ export function createFirstPageCache<T>(options: FirstPageCacheOptions): FirstPa
         marks.delete(oldest);
         forgotten = Math.max(forgotten, mark);
       }
-      for (const [key, entry] of pages) if (entry.owner === who) pages.delete(key);
+      for (const [key, record] of refreshing) {
+        if (record.owner !== who) continue;
+        refreshing.delete(key);
+        record.overtaken = true;
+      }
+      const again = new Map<string, () => Promise<T>>();
+      for (const [key, entry] of pages) {
+        if (entry.owner !== who) continue;
+        pages.delete(key);
+        if (entry.asked) again.set(key, entry.run);
+      }
+      for (const [key, run] of again) refresh(key, who, run);
     },
     invalidateAll: dropAll,
     see(forMs) {
@@ -146,6 +246,11 @@ export function createFirstPageCache<T>(options: FirstPageCacheOptions): FirstPa
     },
     blind() {
       servingUntil = -Infinity;
+    },
+    async close() {
+      closed = true;
+      // A read again that settles may start its next one only before `closed`: none is started now.
+      while (settling.size > 0) await Promise.allSettled([...settling]);
     },
     get size() {
       return pages.size;
@@ -179,10 +284,10 @@ export function dropPagesOnWrites(stored: Pick<StoredBatches, 'onStored'>, cache
 export function firstPagesOf(
   config: Pick<Config, 'role' | 'feedFirstPageMaxAgeMs'>,
   stored: Pick<StoredBatches, 'onStored'>,
-  served?: FirstPageCacheOptions['served'],
+  told: Pick<FirstPageCacheOptions, 'served' | 'refreshed'> = {},
 ): FirstPageCache<FeedSlice> | undefined {
   if (config.role === 'consumer' || config.feedFirstPageMaxAgeMs === 0) return undefined;
-  const firstPages = createFirstPageCache<FeedSlice>({ maxAgeMs: config.feedFirstPageMaxAgeMs, watched: true, ...(served === undefined ? {} : { served }) });
+  const firstPages = createFirstPageCache<FeedSlice>({ maxAgeMs: config.feedFirstPageMaxAgeMs, watched: true, ...told });
   dropPagesOnWrites(stored, firstPages);
   return firstPages;
 }

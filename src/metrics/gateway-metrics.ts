@@ -26,6 +26,8 @@ export interface GatewayMetrics {
   readonly firstPagesWatched: Gauge;
   /** Times the watch fell behind the store's writes while following them, each time serving no kept first page until it caught up. */
   readonly firstPagesLostTrack: Counter;
+  /** Kept first pages read again at once because their project was written, ahead of the dashboards that poll them. */
+  readonly firstPagesRefreshed: Counter;
 }
 
 // From a loopback answer to a slow dependency: the API answers in milliseconds, a timeout in seconds.
@@ -81,11 +83,21 @@ export function createGatewayMetrics(): GatewayMetrics {
     }),
     tailSlowClosed: new Counter({ name: 'live_tail_slow_closed_total', help: 'Live tails closed because their client read more slowly than events came.', registers }),
     tailStreams: new Gauge({ name: 'live_tail_streams', help: 'Open live tails: live (fed by the shared read) or catching_up.', labelNames: ['state'], registers }),
-    firstPages: new Counter({ name: 'feed_first_pages_total', help: 'Feed first-page reads (no cursor), by where they were answered: memory (a kept page) or store. A request that joins a read already in flight is not counted again.', labelNames: ['source'], registers }),
+    firstPages: new Counter({
+      name: 'feed_first_pages_total',
+      help: 'Feed first-page reads (no cursor), by where they were answered: memory (a kept page) or store (a read of its own, or one refreshing a written page that it waited for). A request that joins a read already in flight is not counted again.',
+      labelNames: ['source'],
+      registers,
+    }),
     firstPagesWatched: new Gauge({ name: 'feed_first_pages_watched', help: "1 while the watch of the store's writes follows them, so kept first pages are served; 0 while it is blind.", registers }),
     firstPagesLostTrack: new Counter({
       name: 'feed_first_pages_lost_track_total',
       help: "Times the watch of the store's writes fell behind them (a poll failed or ran longer than STREAM_POLL_MS), each time serving no kept first page until a poll ended well and on time.",
+      registers,
+    }),
+    firstPagesRefreshed: new Counter({
+      name: 'feed_first_pages_refreshed_total',
+      help: 'Kept first pages read again from the store as soon as their project was written, because they had been served since they were kept.',
       registers,
     }),
   };

@@ -120,10 +120,17 @@ export async function startRuntime(config: Config, logger: Logger, env: CommandE
     const stored = createStoredBatches();
     const store = stored.observe(createClickHouseEventStore(transport, { batching: pageBatchingOf(config) }));
     const metrics = createGatewayMetrics();
-    const firstPages = firstPagesOf(config, stored, (source) => metrics.firstPages.inc({ source }));
+    const firstPages = firstPagesOf(config, stored, {
+      served: (source) => metrics.firstPages.inc({ source }),
+      refreshed: () => metrics.firstPagesRefreshed.inc(),
+    });
     if (firstPages !== undefined) {
+      // The pages read again after writes settle last of all the closers (they run in
+      // reverse), once the requests, the consumer and the watch that start them have
+      // stopped, and before the store's client closes (probeClients close after every closer).
+      closers.push(() => firstPages.close());
       // Other processes' writes reach the kept pages only through the store: the watch stops
-      // before the store's client closes (probeClients close after every closer).
+      // before the store's client closes.
       const watch = watchFirstPages({
         store,
         cache: firstPages,

@@ -19,7 +19,7 @@ export function createClickHouseProjectChanges(transport: SqlTransport): Pick<Ev
   return {
     async changedProjects(from, before, limit) {
       const { sql, params } = changedProjectsSql(from, before, limit);
-      const rows = await transport.query<{ org_id: string; project_id: string }>(sql, params);
+      const rows = await transport.query<{ org_id: string; project_id: string }>(sql, params, { lane: 'follow' });
       if (rows.length > limit) return undefined;
       return rows.map((row): TailScope => ({ orgId: row.org_id, projectId: row.project_id }));
     },

@@ -3,13 +3,19 @@ import { finished } from 'node:stream/promises';
 import { createClient, type ClickHouseClient, type ClickHouseSettings } from '@clickhouse/client';
 import type { ClickHouseConfig } from '../config/config.js';
 import { clickHouseConnectionOptions } from './clickhouse-connection-options.js';
-import type { InsertOptions, SqlParams, SqlTransport } from './sql-transport.js';
+import type { InsertOptions, QueryLane, QueryOptions, SqlParams, SqlTransport } from './sql-transport.js';
 import { INSERT_SETTINGS, jsonEachRowBody } from './sql-transport.js';
 import { toStoreError } from './store-errors.js';
 
 // Below this many rows a write is buffered server-side (async_insert) instead of
 // creating a part of its own; the caller still waits until the rows are written.
 const ASYNC_INSERT_BELOW_ROWS = 1000;
+
+// The client's own default, said here because a test holds every one of them.
+export const REQUEST_CONNECTIONS = 10;
+// One for each follower, which asks one query at a time: the live tail's clock (one read
+// shared by its streams), its shared read, and the first-page watch.
+const FOLLOW_CONNECTIONS = 3;
 
 type Buffering = Pick<ClickHouseSettings, 'async_insert' | 'wait_for_async_insert'>;
 
@@ -57,7 +63,16 @@ export async function createClickHouseServerTransport(config: ClickHouseConfig):
     database: config.database,
     ...common,
     request_timeout: config.requestTimeoutMs,
+    max_open_connections: REQUEST_CONNECTIONS,
   });
+  const follow: ClickHouseClient = createClient({
+    url: config.url,
+    database: config.database,
+    ...common,
+    request_timeout: config.requestTimeoutMs,
+    max_open_connections: FOLLOW_CONNECTIONS,
+  });
+  const lanes: Record<QueryLane, ClickHouseClient> = { requests: client, follow };
 
   // One socket for readiness alone, so a probe never waits for one of the requests' sockets.
   const probe: ClickHouseClient = createClient({ url: config.url, ...common, request_timeout: config.requestTimeoutMs, max_open_connections: 1 });
@@ -74,9 +89,9 @@ export async function createClickHouseServerTransport(config: ClickHouseConfig):
         throw toStoreError(error, 'command');
       }
     },
-    async query<Row>(sql: string, params?: SqlParams): Promise<Row[]> {
+    async query<Row>(sql: string, params?: SqlParams, options: QueryOptions = {}): Promise<Row[]> {
       try {
-        const result = await client.query({
+        const result = await lanes[options.lane ?? 'requests'].query({
           query: sql,
           format: 'JSONEachRow',
           clickhouse_settings: readSettings,
@@ -109,7 +124,7 @@ export async function createClickHouseServerTransport(config: ClickHouseConfig):
       if (!result.success) throw toStoreError(result.error, 'ping');
     },
     async close() {
-      await Promise.all([client.close(), probe.close()]);
+      await Promise.all([client.close(), follow.close(), probe.close()]);
     },
   };
 }

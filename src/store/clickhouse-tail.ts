@@ -2,7 +2,7 @@ import { NIL_UUID } from '../ids/uuid.js';
 import { EVENT_COLUMNS, fromEventRow, type EventRow } from './event-rows.js';
 import type { EventStore, SharedTailQuery, TailBatch, TailPosition, TailQuery } from './event-store.js';
 import { filterConditions } from './filter-sql.js';
-import type { SqlParam, SqlParams, SqlTransport } from './sql-transport.js';
+import type { QueryLane, SqlParam, SqlParams, SqlTransport } from './sql-transport.js';
 
 const SCOPE = 'org_id = {org_id:UUID} AND project_id = {project_id:UUID}';
 /**
@@ -99,9 +99,9 @@ const identity = (r: Identity) => `${r.org_id}/${r.project_id}/${r.occurred_at}/
 const pairOf = (s: { orgId: string; projectId: string }) => `${s.orgId}/${s.projectId}`;
 
 export function createClickHouseTail(transport: SqlTransport): Pick<EventStore, 'tailHorizon' | 'tailEvents' | 'tailProjects'> {
-  async function read(w: Window, wanted: (row: TailRow) => boolean): Promise<TailBatch> {
+  async function read(w: Window, wanted: (row: TailRow) => boolean, lane: QueryLane): Promise<TailBatch> {
     const window = windowSql(w);
-    const rows = await transport.query<TailRow>(window.sql, window.params);
+    const rows = await transport.query<TailRow>(window.sql, window.params, { lane });
     const last = rows.at(-1);
     // Full counts every row read, also those of pairs nobody asked for: the next read starts after the last of them.
     const full = rows.length >= w.query.limit && last !== undefined;
@@ -109,7 +109,7 @@ export function createClickHouseTail(transport: SqlTransport): Pick<EventStore, 
     let copied = new Set<string>();
     if (kept.length > 0) {
       const copies = copiesSql(w, kept);
-      copied = new Set((await transport.query<Identity>(copies.sql, copies.params)).map(identity));
+      copied = new Set((await transport.query<Identity>(copies.sql, copies.params, { lane })).map(identity));
     }
     return {
       events: kept
@@ -122,14 +122,16 @@ export function createClickHouseTail(transport: SqlTransport): Pick<EventStore, 
 
   return {
     async tailHorizon(settleMs) {
-      const [row] = await transport.query<{ horizon: string }>(TAIL_HORIZON_SQL, { settle_ms: settleMs });
+      const [row] = await transport.query<{ horizon: string }>(TAIL_HORIZON_SQL, { settle_ms: settleMs }, { lane: 'follow' });
       if (row === undefined) throw new Error('the store returned no clock');
       return row.horizon;
     },
-    tailEvents: (query) => read({ scope: 'one', query }, () => true),
+    // One stream's catch-up, as a request's read.
+    tailEvents: (query) => read({ scope: 'one', query }, () => true, 'requests'),
     tailProjects(query) {
       const pairs = new Set(query.scopes.map(pairOf));
-      return read({ scope: 'many', query }, (row) => pairs.has(pairOf({ orgId: row.org_id, projectId: row.project_id })));
+      // Only the shared loop asks, for every live stream (and those joining it) at once.
+      return read({ scope: 'many', query }, (row) => pairs.has(pairOf({ orgId: row.org_id, projectId: row.project_id })), 'follow');
     },
   };
 }

@@ -67,13 +67,28 @@ export interface InsertOptions {
   readonly writeRows?: number;
 }
 
+/**
+ * The connections a query takes on a server. `follow` is for the loops that follow the
+ * store's writes, once for the whole process: the live tail's shared read and its clock,
+ * and the watch behind kept first pages. Each of their late answers costs every open tail
+ * or every kept page, so they never wait for a socket behind the requests' page reads
+ * (docs/decisions/feed-storage.md, "The follow lane"). chDB runs one query at a time in
+ * its process and has no lanes.
+ */
+export type QueryLane = 'requests' | 'follow';
+
+export interface QueryOptions {
+  /** Default: 'requests'. */
+  readonly lane?: QueryLane;
+}
+
 export interface SqlTransport {
   /** Which engine answers; for logs and readiness, never for branching SQL. */
   readonly kind: 'chdb' | 'clickhouse-server';
   /** A statement that returns no rows (DDL). Parameters are bound by the engine: `{name:Type}`. */
   command(sql: string, params?: SqlParams): Promise<void>;
   /** A SELECT; each row is one JSONEachRow object. */
-  query<Row>(sql: string, params?: SqlParams): Promise<Row[]>;
+  query<Row>(sql: string, params?: SqlParams, options?: QueryOptions): Promise<Row[]>;
   /** Inserts rows as JSONEachRow, with INSERT_SETTINGS. */
   insert(table: string, rows: readonly JsonRowText[], options?: InsertOptions): Promise<void>;
   /**

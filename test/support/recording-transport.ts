@@ -22,10 +22,10 @@ export function recordingTransport(sql: SqlTransport): RecordingTransport {
       sent.length = 0;
       failed.length = 0;
     },
-    async query(text, params) {
+    async query(text, params, options) {
       sent.push(text);
       try {
-        return await sql.query(text, params);
+        return await sql.query(text, params, options);
       } catch (error) {
         failed.push(clickhouseException(error)?.code ?? -1);
         throw error;

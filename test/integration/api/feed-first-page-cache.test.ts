@@ -60,6 +60,14 @@ describe('feed first pages kept in memory [clickhouse-server]', function () {
     return res.body.data.items.map((e) => e.id);
   };
 
+  /** A first page answered from memory: read until one is. */
+  const keptPage = (gw: TestGateway, who: Tenant) =>
+    waitFor('a first page answered from memory', async () => {
+      const before = await metric(gw, 'feed_first_pages_total', { source: 'memory' });
+      const ids = await firstPage(gw, who);
+      return (await metric(gw, 'feed_first_pages_total', { source: 'memory' })) > before ? ids : undefined;
+    });
+
   describe('while the watch has not seen a write', () => {
     // Rows count as seen only once they are ten minutes old: no write of this test is seen.
     // Polls 5 s apart: a poll that outlasts its interval leaves the cache blind, and a
@@ -109,13 +117,6 @@ describe('feed first pages kept in memory [clickhouse-server]', function () {
     const [tenant, quiet] = [gw.tenant(), gw.tenant()];
     await gw.seed([...eventSeries(3, { org_id: tenant.orgId, project_id: tenant.projectId }), ...eventSeries(2, { org_id: quiet.orgId, project_id: quiet.projectId })]);
     const memoryReads = () => metric(gw, 'feed_first_pages_total', { source: 'memory' });
-    /** A first page answered from memory: read until one is. */
-    const keptPage = (who: Tenant) =>
-      waitFor('a first page answered from memory', async () => {
-        const before = await memoryReads();
-        const ids = await firstPage(gw, who);
-        return (await memoryReads()) > before ? ids : undefined;
-      });
     /** Waits for another process's write to show in the first page: well within the page's minute, so only the watch can have dropped the kept one. */
     const shows = (count: number) =>
       waitFor(`${count} events in the first page`, async () => {
@@ -123,15 +124,36 @@ describe('feed first pages kept in memory [clickhouse-server]', function () {
         return ids.length === count ? ids : undefined;
       }, 30_000);
 
-    const kept = await keptPage(tenant);
+    const kept = await keptPage(gw, tenant);
     await elsewhere(tenant, 2, Date.parse('2026-02-01T00:00:00Z'));
     expect(await shows(5)).to.include.members(kept);
     // The watch has passed the seed (written before), so nothing will drop this page but a write of its project.
-    const keptQuiet = await keptPage(quiet);
+    const keptQuiet = await keptPage(gw, quiet);
     await elsewhere(tenant, 1, Date.parse('2026-03-01T00:00:00Z'));
     await shows(6);
     const before = await memoryReads();
     expect(await firstPage(gw, quiet), 'a project nobody wrote: its kept page').to.deep.equal(keptQuiet);
     expect(await memoryReads(), 'answered from memory').to.equal(before + 1);
+  });
+
+  it("reads a page served from memory again once the watch sees another process's write of its project, and answers from memory with it", async () => {
+    // As above: rows seen after a second, polls a second apart.
+    const { gw, elsewhere } = await gateway({ STREAM_SETTLE_MS: '1000', STREAM_POLL_MS: '1000' });
+    const tenant = gw.tenant();
+    await gw.seed(eventSeries(3, { org_id: tenant.orgId, project_id: tenant.projectId }));
+    const refreshed = () => metric(gw, 'feed_first_pages_refreshed_total');
+    let events = 3;
+    // A page is read again only if it was served since it was kept; a blind spell of the
+    // watch on a loaded machine can have a request read it from the store instead. So: ask
+    // the page from memory, write one event elsewhere, and again until a write was read
+    // again into the page, which is then served from memory with it.
+    await waitFor('a write read again into the page', async () => {
+      await keptPage(gw, tenant);
+      const before = await refreshed();
+      await elsewhere(tenant, 1, Date.parse('2026-02-01T00:00:00Z') + events * 1000);
+      events += 1;
+      await waitFor(`${events} events answered from memory`, async () => ((await keptPage(gw, tenant)).length === events ? true : undefined), 30_000);
+      return (await refreshed()) > before ? true : undefined;
+    }, 90_000, 0);
   });
 });

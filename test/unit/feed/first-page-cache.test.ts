@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { createCursorCodec } from '../../../src/feed/cursor.js';
 import { createFeedService, type FeedRequest } from '../../../src/feed/feed-service.js';
-import { createFirstPageCache, dropPagesOnWrites } from '../../../src/feed/first-page-cache.js';
+import { createFirstPageCache, dropPagesOnWrites, MAX_REFRESHES_IN_FLIGHT, type FirstPageCache, type FirstPageCacheOptions, type PageOwner } from '../../../src/feed/first-page-cache.js';
 import { createStoredBatches } from '../../../src/feed/stored-batches.js';
 import type { EventStore, FeedQuery, FeedSlice } from '../../../src/store/event-store.js';
 import { storableEvent } from '../../../src/store/event-rows.js';
@@ -47,6 +47,8 @@ function memoryStore() {
 const cursors = createCursorCodec(Buffer.alloc(32, 7));
 const page = (orgId: string, projectId: string, overrides: Partial<FeedRequest> = {}): FeedRequest => ({ orgId, projectId, filters: {}, cursor: undefined, limit: 10, ...overrides });
 const ids = (p: { items: { id: string }[] }) => p.items.map((e) => e.id);
+/** Lets every read already answered run its continuations (a page kept after a write's read). */
+const settled = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 describe('first page cache', () => {
   let clock: number;
@@ -90,6 +92,19 @@ describe('first page cache', () => {
     expect(ids(await feed.listEvents(page(org, project))), 'the new event, at once').to.have.length(2);
     await feed.listEvents(page(org, other));
     expect(memory.reads.map((q) => q.projectId)).to.deep.equal([project, other, project]);
+  });
+
+  it('reads a page it served again as soon as this process writes its project, so that the next request finds the new event in memory', async () => {
+    const { memory, feed, write } = setup(60_000);
+    const [org, project] = [uuid(), uuid()];
+    await write(org, project);
+    await feed.listEvents(page(org, project));
+    await feed.listEvents(page(org, project));
+    await write(org, project);
+    await settled();
+    expect(memory.reads, 'read again by the write, before any request').to.have.length(2);
+    expect(ids(await feed.listEvents(page(org, project))), 'the new event').to.have.length(2);
+    expect(memory.reads, 'from memory').to.have.length(2);
   });
 
   it("drops, for one write of many events, each of its projects' pages once, a project id in two organizations being two projects", async () => {
@@ -231,18 +246,21 @@ describe('first page cache', () => {
   describe('watched', () => {
     const counting = () => {
       let runs = 0;
-      let release: () => void = () => {};
       let gate: Promise<void> | undefined;
       return {
+        // Each read answers its own number, counted when it begins.
         run: async () => {
-          runs += 1;
+          const n = ++runs;
           await gate;
-          return runs;
+          return n;
         },
+        // Reads that begin from now wait until the returned release; each hold its own.
         hold() {
-          gate = new Promise<void>((resolve) => (release = resolve));
+          let release!: () => void;
+          const held = new Promise<void>((resolve) => (release = resolve));
+          gate = held;
           return () => {
-            gate = undefined;
+            if (gate === held) gate = undefined;
             release();
           };
         },
@@ -332,6 +350,206 @@ describe('first page cache', () => {
       await cache.read(written, 'written', store.run);
       await cache.read(quiet, 'quiet', store.run);
       expect(store.runs, 'the written project read again, the other from memory').to.equal(3);
+    });
+
+    describe('read again when written', () => {
+      const polled = async (cache: FirstPageCache<number>, owner: PageOwner, key: string, run: () => Promise<number>) => {
+        await cache.read(owner, key, run);
+        await cache.read(owner, key, run);
+      };
+      /** A cache the watch vouches for, holding a page ('k0', 'k1', …) of each of `count` projects, served from memory since it was read. */
+      const servedPages = async (count: number, options: Partial<FirstPageCacheOptions> = {}) => {
+        const cache = createFirstPageCache<number>({ maxAgeMs: 60_000, watched: true, ...options });
+        const owners = Array.from({ length: count }, () => ({ orgId: uuid(), projectId: uuid() }));
+        const store = counting();
+        cache.see(1_000_000);
+        for (const [i, owner] of owners.entries()) await polled(cache, owner, `k${i}`, store.run);
+        return { cache, owners, store };
+      };
+      const servedPage = async (options: Partial<FirstPageCacheOptions> = {}) => {
+        const { cache, owners, store } = await servedPages(1, options);
+        return { cache, owner: owners[0]!, store };
+      };
+
+      it('reads a page served from memory again when its project is written, and serves the new page from memory', async () => {
+        let refreshes = 0;
+        const { cache, owner, store } = await servedPage({ refreshed: () => (refreshes += 1) });
+        cache.invalidate(owner);
+        expect(store.runs, 'read again by the write').to.equal(2);
+        await settled();
+        expect(await cache.read(owner, 'k0', store.run)).to.equal(2);
+        expect(store.runs, 'from memory').to.equal(2);
+        expect(refreshes).to.equal(1);
+      });
+
+      it('does not read again a page that was not served since it was kept', async () => {
+        const cache = createFirstPageCache<number>({ maxAgeMs: 60_000, watched: true });
+        const owner = { orgId: uuid(), projectId: uuid() };
+        const store = counting();
+        cache.see(60_000);
+        await cache.read(owner, 'k0', store.run);
+        cache.invalidate(owner);
+        await settled();
+        expect(store.runs).to.equal(1);
+        expect(cache.size).to.equal(0);
+      });
+
+      it('lets a request wait for the read in flight instead of reading the store itself, and reads the page again at the next write', async () => {
+        const { cache, owner, store } = await servedPage();
+        const release = store.hold();
+        cache.invalidate(owner);
+        const asked = cache.read(owner, 'k0', store.run);
+        release();
+        expect(await asked).to.equal(2);
+        expect(store.runs).to.equal(2);
+        await settled();
+        cache.invalidate(owner);
+        expect(store.runs, 'the page a request waited for is one dashboards poll').to.equal(3);
+      });
+
+      it('keeps no page from a read that a second write overtook, and reads it again once it settles if a request waited for it', async () => {
+        const { cache, owner, store } = await servedPage();
+        const release = store.hold();
+        cache.invalidate(owner);
+        const waited = cache.read(owner, 'k0', store.run);
+        cache.invalidate(owner);
+        expect(store.runs, 'one read a page at a time').to.equal(2);
+        release();
+        expect(await waited, 'the read it waited for, begun before the second write').to.equal(2);
+        await settled();
+        expect(store.runs, 'read again after the overtaken read settled').to.equal(3);
+        await settled();
+        expect(await cache.read(owner, 'k0', store.run), 'the read begun after the second write').to.equal(3);
+        expect(store.runs).to.equal(3);
+      });
+
+      it('lets no request wait for a read again that a later write, or a drop of every page, overtook', async () => {
+        const { cache, owners: [a, b], store } = await servedPages(2);
+        const release = store.hold();
+        cache.invalidate(a!);
+        cache.invalidate(b!);
+        cache.invalidate(a!);
+        const afterWrite = cache.read(a!, 'k0', store.run);
+        cache.invalidateAll();
+        const afterDrop = cache.read(b!, 'k1', store.run);
+        release();
+        expect(await afterWrite, 'its own read, begun after the write').to.equal(5);
+        expect(await afterDrop, 'its own read, begun after the drop').to.equal(6);
+      });
+
+      it("keeps nothing from a read again that ends after a request's own read of the page", async () => {
+        let clock = 0;
+        const { cache, owner, store } = await servedPage({ now: () => clock });
+        const releaseRefresh = store.hold();
+        cache.invalidate(owner);
+        // Blind, the request reads the store itself, and its read ends first.
+        cache.blind();
+        clock = 10;
+        const own = store.hold();
+        const mine = cache.read(owner, 'k0', store.run);
+        own();
+        expect(await mine).to.equal(3);
+        releaseRefresh();
+        await settled();
+        cache.see(1_000_000);
+        expect(await cache.read(owner, 'k0', store.run), "the request's page, not the older read again").to.equal(3);
+      });
+
+      it('does not read again a page whose overtaken read nobody waited for', async () => {
+        const { cache, owner, store } = await servedPage();
+        const release = store.hold();
+        cache.invalidate(owner);
+        cache.invalidate(owner);
+        release();
+        await settled();
+        await settled();
+        expect(store.runs).to.equal(2);
+        expect(cache.size, 'the overtaken read kept nothing').to.equal(0);
+      });
+
+      it('lets a request wait for a read again only while the watch vouches for kept pages', async () => {
+        const { cache, owner, store } = await servedPage();
+        const release = store.hold();
+        cache.invalidate(owner);
+        cache.blind();
+        const own = cache.read(owner, 'k0', store.run);
+        release();
+        expect(await own, 'blind: its own read').to.equal(3);
+      });
+
+      it('lets a request wait for a read again only while a page read when it began may be served', async () => {
+        let clock = 0;
+        const { cache, owner, store } = await servedPage({ maxAgeMs: 1000, now: () => clock });
+        const release = store.hold();
+        cache.invalidate(owner);
+        clock = 1000;
+        const own = cache.read(owner, 'k0', store.run);
+        release();
+        expect(await own, 'the read again began a whole age ago: its own read').to.equal(3);
+      });
+
+      it('reads nothing again when every page is dropped', async () => {
+        const { cache, store } = await servedPage();
+        cache.invalidateAll();
+        await settled();
+        expect(store.runs).to.equal(1);
+      });
+
+      it('keeps nothing from a read that failed, and a request that waited for it reads the store itself', async () => {
+        const cache = createFirstPageCache<number>({ maxAgeMs: 60_000, watched: true });
+        const owner = { orgId: uuid(), projectId: uuid() };
+        const store = counting();
+        let failNext = false;
+        const run = async () => {
+          const value = await store.run();
+          if (failNext) {
+            failNext = false;
+            throw new Error('the store failed the read');
+          }
+          return value;
+        };
+        cache.see(60_000);
+        await polled(cache, owner, 'k0', run);
+        failNext = true;
+        const release = store.hold();
+        cache.invalidate(owner);
+        const asked = cache.read(owner, 'k0', run);
+        release();
+        expect(await asked, "the request's own read").to.equal(3);
+        expect(store.runs).to.equal(3);
+      });
+
+      it(`reads at most ${MAX_REFRESHES_IN_FLIGHT} pages again at a time, and the others when they are asked`, async () => {
+        const { cache, owners, store } = await servedPages(MAX_REFRESHES_IN_FLIGHT + 1);
+        const release = store.hold();
+        const [last, ...first] = [owners.at(-1)!, ...owners.slice(0, -1)];
+        for (const owner of first) cache.invalidate(owner);
+        expect(store.runs - owners.length).to.equal(MAX_REFRESHES_IN_FLIGHT);
+        // Overtaken, the read is no longer waited for, but it still counts until it settles.
+        cache.invalidate(first[0]!);
+        cache.invalidate(last);
+        expect(store.runs - owners.length, 'the last page only dropped').to.equal(MAX_REFRESHES_IN_FLIGHT);
+        release();
+        await settled();
+        expect(cache.size).to.equal(MAX_REFRESHES_IN_FLIGHT - 1);
+        const runs = store.runs;
+        await cache.read(last, `k${owners.length - 1}`, store.run);
+        expect(store.runs, 'the dropped page read when asked').to.equal(runs + 1);
+      });
+
+      it('starts no read again once closed, and closes once the reads in flight have settled', async () => {
+        const { cache, owners: [a, b], store } = await servedPages(2);
+        const release = store.hold();
+        cache.invalidate(a!);
+        let closedYet = false;
+        const closing = cache.close().then(() => (closedYet = true));
+        await settled();
+        expect(closedYet, 'a read again still in flight').to.equal(false);
+        cache.invalidate(b!);
+        expect(store.runs, 'no read again after close').to.equal(3);
+        release();
+        await closing;
+      });
     });
 
     it('drops every page and every read in flight when told that too many projects were written to name them', async () => {
