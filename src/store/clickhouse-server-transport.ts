@@ -58,20 +58,11 @@ export async function createClickHouseServerTransport(config: ClickHouseConfig):
       await bootstrap.close();
     }
   }
-  const client: ClickHouseClient = createClient({
-    url: config.url,
-    database: config.database,
-    ...common,
-    request_timeout: config.requestTimeoutMs,
-    max_open_connections: REQUEST_CONNECTIONS,
-  });
-  const follow: ClickHouseClient = createClient({
-    url: config.url,
-    database: config.database,
-    ...common,
-    request_timeout: config.requestTimeoutMs,
-    max_open_connections: FOLLOW_CONNECTIONS,
-  });
+  // Each lane is a client of its own, so that its sockets are its own.
+  const laneClient = (connections: number): ClickHouseClient =>
+    createClient({ url: config.url, database: config.database, ...common, request_timeout: config.requestTimeoutMs, max_open_connections: connections });
+  const client = laneClient(REQUEST_CONNECTIONS);
+  const follow = laneClient(FOLLOW_CONNECTIONS);
   const lanes: Record<QueryLane, ClickHouseClient> = { requests: client, follow };
 
   // One socket for readiness alone, so a probe never waits for one of the requests' sockets.
