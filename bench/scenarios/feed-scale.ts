@@ -169,14 +169,15 @@ async function gatewayMetrics(gatewayUrl: string): Promise<(name: string, labels
   };
 }
 
-/** The gateway's feed_first_pages_total by source, the times its watch lost track of the store, and the pages it read again when written. */
-async function firstPageCounts(gatewayUrl: string): Promise<{ memory: number; store: number; lostTrack: number; refreshed: number }> {
+/** The gateway's feed_first_pages_total by source, the times its watch lost track of the store, and the pages it read again or brought up to date when written. */
+async function firstPageCounts(gatewayUrl: string): Promise<{ memory: number; store: number; lostTrack: number; refreshed: number; merged: number }> {
   const metric = await gatewayMetrics(gatewayUrl);
   return {
     memory: metric('feed_first_pages_total', { source: 'memory' }, 0),
     store: metric('feed_first_pages_total', { source: 'store' }, 0),
     lostTrack: metric('feed_first_pages_lost_track_total'),
     refreshed: metric('feed_first_pages_refreshed_total'),
+    merged: metric('feed_first_pages_merged_total'),
   };
 }
 
@@ -352,6 +353,7 @@ async function pollShape(
   const times = (n: number) => `${n} time${n === 1 ? '' : 's'}`;
   const lost = `the watch lost track ${times(before.lostTrack - lostBefore)} while they were asked and ${times(after.lostTrack - before.lostTrack)} under load`;
   const refreshed = after.refreshed - before.refreshed;
+  const merged = after.merged - before.merged;
   return {
     scenario: label,
     measure: `gateway: ${shape.name}, kept, as dashboards poll it, ${writtenPerSecond === 0 ? 'no project written meanwhile' : `${writtenPerSecond} projects written a second by another process`}`,
@@ -360,7 +362,7 @@ async function pollShape(
     ...latencies(load),
     baseline: { name: 'SELECT 1', value: select1 },
     target: targetOf(shape.name),
-    note: `${Math.round((100 * memory) / Math.max(1, memory + store))}% of page reads answered from memory (${memory} from memory, ${store} from the store, ${refreshed} pages read again as their project was written), the ${shape.requests.length} pages asked once in ${asked.toFixed(0)} s before, ${lost}${written > 0 ? `, ${written} events written meanwhile (${Math.round(written / ctx.seconds)} a second)` : ''}; ${load.requests} pages; gateway ${cpu.processCores.toFixed(2)} cores, load generator ${(load.generatorCores ?? NaN).toFixed(2)} of a core, machine ${Math.round(cpu.machineBusy * 100)}% busy`,
+    note: `${Math.round((100 * memory) / Math.max(1, memory + store))}% of page reads answered from memory (${memory} from memory, ${store} from the store, ${merged} times a kept page was brought up to date in memory, ${refreshed} pages read again when a write dropped them or ahead of their expiry), the ${shape.requests.length} pages asked once in ${asked.toFixed(0)} s before, ${lost}${written > 0 ? `, ${written} events written meanwhile (${Math.round(written / ctx.seconds)} a second)` : ''}; ${load.requests} pages; gateway ${cpu.processCores.toFixed(2)} cores, load generator ${(load.generatorCores ?? NaN).toFixed(2)} of a core, machine ${Math.round(cpu.machineBusy * 100)}% busy`,
   };
 }
 

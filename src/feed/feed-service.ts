@@ -1,7 +1,8 @@
 import type { CanonicalEvent, CursorPaginationMeta } from '../generated/schema-types.js';
-import type { EventStore, FeedFilters, FeedQuery, FeedSlice } from '../store/event-store.js';
+import type { EventStore, FeedFilters, FeedQuery, FeedSlice, StoredEvent } from '../store/event-store.js';
 import type { CursorCodec } from './cursor.js';
 import type { FirstPageCache } from './first-page-cache.js';
+import { mergeWritten } from './first-page-merge.js';
 import { clampPageSize } from './page-size.js';
 import { createSharedReads } from './shared-reads.js';
 
@@ -35,7 +36,7 @@ const queryKey = (query: FeedQuery): string => JSON.stringify(query);
  * fixed work per query, not the rows it reads (docs/decisions/feed-storage.md); first
  * pages may be served from `firstPages` for a bounded while.
  */
-export function createFeedService(deps: { store: EventStore; cursors: CursorCodec; firstPages?: FirstPageCache<FeedSlice> }): FeedService {
+export function createFeedService(deps: { store: EventStore; cursors: CursorCodec; firstPages?: FirstPageCache<FeedSlice, StoredEvent> }): FeedService {
   const reads = createSharedReads<FeedSlice>();
   return {
     async listEvents(request) {
@@ -50,7 +51,8 @@ export function createFeedService(deps: { store: EventStore; cursors: CursorCode
       // (src/feed/first-page-cache.ts). The cache sits inside the shared read, so the read
       // it keeps or refuses is the one that asked the store, not one a request joined late.
       const firstPages = after === undefined ? deps.firstPages : undefined;
-      const slice = await reads.read(key, firstPages === undefined ? fromStore : () => firstPages.read(scope, key, fromStore));
+      const merge = (page: FeedSlice, written: readonly StoredEvent[]) => mergeWritten(query, page, written);
+      const slice = await reads.read(key, firstPages === undefined ? fromStore : () => firstPages.read(scope, key, fromStore, merge));
       const page = slice.events.slice(0, limit);
       // Past the page: its last event. A read that stopped at its bound on work (a short
       // page, docs/decisions/feed-storage.md) goes on below everything it looked at.

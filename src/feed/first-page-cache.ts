@@ -1,8 +1,8 @@
 import type { Config } from '../config/config.js';
-import type { FeedSlice } from '../store/event-store.js';
+import type { FeedSlice, StoredEvent } from '../store/event-store.js';
 import type { StoredBatches } from './stored-batches.js';
 
-/** The project a cached page belongs to: a write of it drops the project's pages. */
+/** The project a cached page belongs to: a write of it drops or updates the project's pages. */
 export interface PageOwner {
   readonly orgId: string;
   readonly projectId: string;
@@ -18,23 +18,38 @@ export interface PageOwner {
  * - with `watched`, a page only while a watch of the store's writes
  *   (src/feed/first-page-watch.ts) follows every process's writes: the cache keeps
  *   nothing read before the watch first `see`s, and serves nothing while it is `blind`
- *   or past what its last `see` vouched for. Writes it reports drop their projects' pages
- *   as this process's own do. A blind spell drops no page and no read in flight: the
- *   watch's windows leave no gap (and it drops every page where its store's clock stepped
- *   back), so the poll that ends the spell drops every project written during it, and the
- *   watch `see`s again only after a poll on time, so a page served after a spell is no
- *   staler than one served while the watch keeps up.
- * A page served since it was kept is read again as soon as a write drops it, so that the
- * dashboards polling it find the new page in memory; a request that comes meanwhile waits
- * for that read instead of starting its own.
+ *   or past what its last `see` vouched for. Writes it reports drop their projects'
+ *   pages as this process's own do, or bring them up to date (`written`). A blind spell
+ *   drops no page and no read in flight: the watch's windows leave no gap (and it drops
+ *   every page where its store's clock stepped back), so the poll that ends the spell
+ *   reports every project written during it, and the watch `see`s again only after a
+ *   poll on time, so a page served after a spell is no staler than one served while the
+ *   watch keeps up.
+ * Where the watch reads what was written (`written`), a page kept with a `merge` is brought
+ * up to date in memory instead, and so is what a read in flight brings; its age still
+ * counts from its store read, the bound on what no write shows. A page served since it
+ * was kept that a write drops is read again
+ * at once, and one served in the last quarter of its age is read again ahead of its
+ * expiry, so that the dashboards polling it find a page in memory; a request that comes
+ * while its page is dropped waits for that read instead of starting its own.
  * The key is the caller's whole query, organization and project included, so no page is
  * ever served to another tenant, project, filter set or page size. Only successful reads
  * are kept; at most `capacity` pages, the oldest dropped first, and expired ones go as reads come.
  */
-export interface FirstPageCache<T> {
-  read(owner: PageOwner, key: string, run: () => Promise<T>): Promise<T>;
+export interface FirstPageCache<T, W = never> {
+  /**
+   * The kept page of `key`, or `run`'s. `merge` brings a page up to date with events
+   * written since its read (undefined where it cannot: the page is then dropped).
+   */
+  read(owner: PageOwner, key: string, run: () => Promise<T>, merge?: PageMerge<T, W>): Promise<T>;
   /** Events of the project were written: drop its pages, and any read of it in flight. */
   invalidate(owner: PageOwner): void;
+  /**
+   * These events, and no others, were written to the project in the watch's last window:
+   * each page and read in flight with a merge is brought up to date; the others, and
+   * expired pages, go as on `invalidate`.
+   */
+  written(owner: PageOwner, events: readonly W[]): void;
   /** Every kept page may be out of date (too many projects written to name them): drop them all, and every read in flight. */
   invalidateAll(): void;
   /**
@@ -60,31 +75,53 @@ export interface FirstPageCacheOptions {
   readonly watched?: boolean;
   /** Told where each page came from: a request that waited for a refresh was answered by the store. */
   readonly served?: (source: 'memory' | 'store') => void;
-  /** Told of each page read again because its project was written. */
+  /** Told of each page read again because its project was written, or ahead of its expiry. */
   readonly refreshed?: () => void;
+  /** Told of each page that what was written to its project changed in memory. */
+  readonly merged?: () => void;
   readonly now?: () => number;
 }
 
-interface Entry<T> {
+/** A page brought up to date with the events written since its read; undefined where it cannot tell. */
+export type PageMerge<T, W> = (page: T, written: readonly W[]) => T | undefined;
+
+interface Entry<T, W> {
   readonly owner: string;
   readonly value: T;
+  /** When its store read began: its age, which bringing it up to date does not renew. */
   readonly readAt: number;
   /** The read that fetched it, to fetch it again when its project is written. */
   readonly run: () => Promise<T>;
+  /** Brings it up to date with what the watch reads was written; none keeps it only until a write. */
+  readonly merge: PageMerge<T, W> | undefined;
   /** Served since it was kept: a page dashboards poll, worth reading again ahead of them. */
   asked: boolean;
 }
 
-/** A kept page's read again, started by a write of its project. */
-interface Refresh<T> {
+/**
+ * A store read of a page in flight (a request's or a read again): what the writes of its
+ * project reported while it ran make of what it brings.
+ */
+interface Flight<T, W> {
   readonly owner: string;
-  readonly run: () => Promise<T>;
+  readonly merge: PageMerge<T, W> | undefined;
+  /** The windows the watch read while it ran, in order: the read is kept brought up to date with them. */
+  readonly windows: (readonly W[])[];
+  /** A write that dropped the project's pages: the read is not kept. */
+  dropped: boolean;
+}
+
+/** A kept page's read again, started by a write of its project or ahead of its expiry. */
+interface Refresh<T, W> {
+  readonly owner: string;
+  readonly flight: Flight<T, W>;
   /** When it began (`now`): a request waits for it only while a page read then may be served. */
   readonly at: number;
-  readonly value: Promise<T>;
+  /** The page it brings, brought up to date with the windows reported while it ran; undefined where a window could not be merged. */
+  readonly value: Promise<T | undefined>;
   /** A request waited for it: the page it brings is one dashboards poll. */
   joined: boolean;
-  /** A later write of its project overtook it: it keeps nothing, and no request waits for it from then on. */
+  /** A later write of its project dropped its pages: it keeps nothing, and no request waits for it from then on. */
   overtaken: boolean;
 }
 
@@ -96,22 +133,24 @@ interface Refresh<T> {
  */
 export const MAX_REFRESHES_IN_FLIGHT = 32;
 
+/**
+ * A page served when this share of its age has passed is read again ahead of its expiry:
+ * late enough that a page polled all day costs a read every 45 s at the 60 s age, early
+ * enough that the slowest page reads measured (a few seconds at 100M events) end before.
+ */
+export const REFRESH_AHEAD_SHARE = 0.75;
+
 /** Ids are UUIDs, which either case spells: a write that spells them in upper case drops the pages read under lower case. */
 const ownerKey = (owner: PageOwner) => JSON.stringify([owner.orgId.toLowerCase(), owner.projectId.toLowerCase()]);
 
-export function createFirstPageCache<T>(options: FirstPageCacheOptions): FirstPageCache<T> {
+export function createFirstPageCache<T, W = never>(options: FirstPageCacheOptions): FirstPageCache<T, W> {
   if (!Number.isInteger(options.maxAgeMs) || options.maxAgeMs < 0) throw new Error('maxAgeMs must be a whole number of milliseconds, 0 or more');
   const capacity = options.capacity ?? 1000;
   // Monotonic: a step of the wall clock must not stretch a page's age.
   const now = options.now ?? (() => performance.now());
-  const pages = new Map<string, Entry<T>>();
-  // Each write of a project takes the next number; a read is kept only if no write of its
-  // project took a number after the read began. Marks are forgotten with the pages (at
-  // most as many as pages are held); a forgotten mark counts as the newest one forgotten.
-  let writes = 0;
-  const marks = new Map<string, number>();
-  let forgotten = 0;
-  const markOf = (owner: string) => marks.get(owner) ?? forgotten;
+  const pages = new Map<string, Entry<T, W>>();
+  // The store reads of pages in flight, by project.
+  const flights = new Map<string, Set<Flight<T, W>>>();
   // Until when (on `now`) kept pages may be served, and whether the watch has ever seen:
   // before its first poll no window covers a write, so a read that began then may never be
   // dropped by one. `epoch` moves whenever every page is dropped, so a read that began
@@ -119,7 +158,7 @@ export function createFirstPageCache<T>(options: FirstPageCacheOptions): FirstPa
   let servingUntil = options.watched === true ? -Infinity : Infinity;
   let followed = options.watched !== true;
   let epoch = 0;
-  const refreshing = new Map<string, Refresh<T>>();
+  const refreshing = new Map<string, Refresh<T, W>>();
   // Reads again that have not settled, overtaken ones included: what the cap counts and close awaits.
   const settling = new Set<Promise<void>>();
   let closed = false;
@@ -128,47 +167,113 @@ export function createFirstPageCache<T>(options: FirstPageCacheOptions): FirstPa
     pages.clear();
     refreshing.clear();
   };
-  const keep = (key: string, entry: Entry<T>) => {
+  const keep = (key: string, entry: Entry<T, W>) => {
     pages.delete(key);
     while (pages.size >= capacity) pages.delete(pages.keys().next().value!);
     pages.set(key, entry);
   };
+  const takeOff = (owner: string, merge: PageMerge<T, W> | undefined): Flight<T, W> => {
+    const flight: Flight<T, W> = { owner, merge, windows: [], dropped: false };
+    let held = flights.get(owner);
+    if (held === undefined) flights.set(owner, (held = new Set()));
+    held.add(flight);
+    return flight;
+  };
+  /**
+   * What a read that took off in `epoch` `beganIn` brought, brought up to date with the
+   * windows reported while it ran (each began at a horizon the store answered before the
+   * read did, so the read saw everything older), undefined where one could not be merged;
+   * and whether it may be kept: not where a write dropped the project's pages, or every
+   * page was dropped. Called once, in the same turn as its read ends, so that no window
+   * falls between.
+   */
+  const land = (flight: Flight<T, W>, value: T, beganIn: number): { page: T | undefined; keep: boolean } => {
+    ground(flight);
+    let page: T | undefined = value;
+    for (const window of flight.windows) page = page === undefined ? undefined : flight.merge?.(page, window);
+    return { page, keep: page !== undefined && !flight.dropped && epoch === beganIn };
+  };
+  /** A read that ended, kept or not. */
+  const ground = (flight: Flight<T, W>) => {
+    const held = flights.get(flight.owner);
+    held?.delete(flight);
+    if (held?.size === 0) flights.delete(flight.owner);
+  };
 
-  // Reads a written project's page again at once, so that the dashboards polling it find it
-  // in memory instead of each waiting for the store. It is kept by the rules of a request's
-  // read: not if another write of its project, or a drop of every page, overtakes it, nor
-  // over a page a request read later. A read overtaken by a write is read again once it
-  // settles, and only if a request waited for it.
-  const refresh = (key: string, owner: string, run: () => Promise<T>) => {
+  // Reads a page again off the pollers' path: at once when a write of its project dropped
+  // it, or ahead of its expiry. It is kept by the rules of a request's read (not if a write
+  // that drops its project's pages, or a drop of every page, overtakes it; brought up to
+  // date with the windows reported while it ran), and not over a page a request read
+  // later. A read overtaken by a write is read again once it settles, and only if a
+  // request waited for it.
+  const refresh = (key: string, owner: string, run: () => Promise<T>, merge: PageMerge<T, W> | undefined) => {
     if (closed || !followed || refreshing.has(key) || settling.size >= MAX_REFRESHES_IN_FLIGHT) return;
     options.refreshed?.();
     const at = now();
-    const began = writes;
     const beganIn = epoch;
+    const flight = takeOff(owner, merge);
     // A read that throws before its promise is a failed read again, not a failed write.
-    const record: Refresh<T> = { owner, run, at, value: (async () => run())(), joined: false, overtaken: false };
+    const value = (async () => run())().then(
+      (read) => {
+        const current = refreshing.get(key) === record;
+        if (current) refreshing.delete(key);
+        const landed = land(flight, read, beganIn);
+        const held = pages.get(key);
+        // A page polled when it was read again ahead of its expiry is polled still.
+        if (current && landed.keep && (held === undefined || held.readAt < at)) keep(key, { owner, value: landed.page!, readAt: at, run, merge, asked: record.joined || held?.asked === true });
+        return landed.page;
+      },
+      (error: unknown) => {
+        ground(flight);
+        if (refreshing.get(key) === record) refreshing.delete(key);
+        throw error;
+      },
+    );
+    const record: Refresh<T, W> = { owner, flight, at, value, joined: false, overtaken: false };
     refreshing.set(key, record);
-    const settled: Promise<void> = record.value
+    const settled: Promise<void> = value
+      // A read again that fails keeps nothing; a request that waited for it reads the store itself.
       .then(
-        (value) => {
-          if (refreshing.get(key) !== record) return;
-          refreshing.delete(key);
-          const held = pages.get(key);
-          if (held !== undefined && held.readAt >= at) return;
-          if (epoch === beganIn && markOf(owner) <= began) keep(key, { owner, value, readAt: at, run, asked: record.joined });
-        },
-        // A read again that fails keeps nothing; a request that waited for it reads the store itself.
-        () => {
-          if (refreshing.get(key) === record) refreshing.delete(key);
-        },
+        () => undefined,
+        () => undefined,
       )
       .finally(() => {
         settling.delete(settled);
-        if (record.overtaken && record.joined && !pages.has(key)) refresh(key, owner, run);
+        if (record.overtaken && record.joined && !pages.has(key)) refresh(key, owner, run, merge);
       })
       // Nothing above rejects but a caller's callback (`refreshed`): never a write's failure.
       .catch(() => undefined);
     settling.add(settled);
+  };
+
+  // A write of the project. Its pages are replaced by what `update` makes of them, or
+  // dropped where that is undefined; a dropped page served since its read is read again.
+  // Its reads in flight gather `window` to be brought up to date with, or, with none (a
+  // write the process cannot read) or no merge, are not kept.
+  const write = (who: string, window: readonly W[] | undefined, update: (entry: Entry<T, W>) => T | undefined) => {
+    for (const flight of flights.get(who) ?? []) {
+      if (window === undefined || flight.merge === undefined) flight.dropped = true;
+      else flight.windows.push(window);
+    }
+    for (const [key, record] of refreshing) {
+      if (record.owner !== who || !record.flight.dropped) continue;
+      refreshing.delete(key);
+      record.overtaken = true;
+    }
+    const again = new Map<string, Entry<T, W>>();
+    for (const [key, entry] of pages) {
+      if (entry.owner !== who) continue;
+      const value = update(entry);
+      if (value === undefined) {
+        pages.delete(key);
+        if (entry.asked) again.set(key, entry);
+      } else if (value !== entry.value) {
+        // In place: the pages stay in the order of their reads, which expiry relies on.
+        pages.set(key, { ...entry, value });
+        options.merged?.();
+      }
+    }
+    for (const [key, entry] of again) refresh(key, who, entry.run, entry.merge);
   };
 
   // Pages are held in the order they were kept, near enough the order their reads began:
@@ -182,7 +287,7 @@ export function createFirstPageCache<T>(options: FirstPageCacheOptions): FirstPa
   };
 
   return {
-    async read(owner, key, run) {
+    async read(owner, key, run, merge) {
       if (options.maxAgeMs === 0 || !followed) {
         options.served?.('store');
         return run();
@@ -194,50 +299,40 @@ export function createFirstPageCache<T>(options: FirstPageCacheOptions): FirstPa
       if (serving && held !== undefined && at - held.readAt < options.maxAgeMs) {
         held.asked = true;
         options.served?.('memory');
+        // Read again off the pollers' path, so that none of them waits for it at the expiry.
+        if (at - held.readAt >= options.maxAgeMs * REFRESH_AHEAD_SHARE) refresh(key, held.owner, held.run, held.merge);
         return held.value;
       }
       options.served?.('store');
-      // A read again began after the last write of its project this process knows of (a
-      // later one takes it out of `refreshing`): as fresh as a read begun now, while the
+      // A read again began after the last write of its project this process knows of that
+      // dropped its pages (a later one takes it out of `refreshing`), and is brought up to
+      // date with every window reported since: as fresh as a read begun now, while the
       // watch vouches for what it missed and a page read then may still be served.
       const refreshed = serving ? refreshing.get(key) : undefined;
       if (refreshed !== undefined && at - refreshed.at < options.maxAgeMs) {
         refreshed.joined = true;
-        try {
-          return await refreshed.value;
-        } catch {
-          // Read below as if there had been no refresh.
-        }
+        // A failed read again, or a window it could not be brought up to date with: read below as if there had been none.
+        const page = await refreshed.value.catch(() => undefined);
+        if (page !== undefined) return page;
       }
       const who = ownerKey(owner);
-      const began = writes;
       const beganIn = epoch;
-      const value = await run();
-      if (epoch === beganIn && markOf(who) <= began) keep(key, { owner: who, value, readAt: at, run, asked: false });
-      return value;
+      const flight = takeOff(who, merge);
+      let value: T;
+      try {
+        value = await run();
+      } catch (error) {
+        ground(flight);
+        throw error;
+      }
+      const landed = land(flight, value, beganIn);
+      if (landed.keep) keep(key, { owner: who, value: landed.page!, readAt: at, run, merge, asked: false });
+      return landed.page ?? value;
     },
-    invalidate(owner) {
-      const who = ownerKey(owner);
-      writes += 1;
-      marks.delete(who);
-      marks.set(who, writes);
-      while (marks.size > capacity) {
-        const [oldest, mark] = marks.entries().next().value!;
-        marks.delete(oldest);
-        forgotten = Math.max(forgotten, mark);
-      }
-      for (const [key, record] of refreshing) {
-        if (record.owner !== who) continue;
-        refreshing.delete(key);
-        record.overtaken = true;
-      }
-      const again = new Map<string, () => Promise<T>>();
-      for (const [key, entry] of pages) {
-        if (entry.owner !== who) continue;
-        pages.delete(key);
-        if (entry.asked) again.set(key, entry.run);
-      }
-      for (const [key, run] of again) refresh(key, who, run);
+    invalidate: (owner) => write(ownerKey(owner), undefined, () => undefined),
+    written(owner, events) {
+      const at = now();
+      write(ownerKey(owner), events, (entry) => (at - entry.readAt < options.maxAgeMs ? entry.merge?.(entry.value, events) : undefined));
     },
     invalidateAll: dropAll,
     see(forMs) {
@@ -284,10 +379,10 @@ export function dropPagesOnWrites(stored: Pick<StoredBatches, 'onStored'>, cache
 export function firstPagesOf(
   config: Pick<Config, 'role' | 'feedFirstPageMaxAgeMs'>,
   stored: Pick<StoredBatches, 'onStored'>,
-  told: Pick<FirstPageCacheOptions, 'served' | 'refreshed'> = {},
-): FirstPageCache<FeedSlice> | undefined {
+  told: Pick<FirstPageCacheOptions, 'served' | 'refreshed' | 'merged'> = {},
+): FirstPageCache<FeedSlice, StoredEvent> | undefined {
   if (config.role === 'consumer' || config.feedFirstPageMaxAgeMs === 0) return undefined;
-  const firstPages = createFirstPageCache<FeedSlice>({ maxAgeMs: config.feedFirstPageMaxAgeMs, watched: true, ...told });
+  const firstPages = createFirstPageCache<FeedSlice, StoredEvent>({ maxAgeMs: config.feedFirstPageMaxAgeMs, watched: true, ...told });
   dropPagesOnWrites(stored, firstPages);
   return firstPages;
 }

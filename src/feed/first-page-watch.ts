@@ -1,7 +1,8 @@
 import type { Logger } from '../observability/logger.js';
-import type { EventStore } from '../store/event-store.js';
+import type { EventStore, StoredEvent } from '../store/event-store.js';
 import { pause, unlessAborted } from './abortable-waits.js';
-import type { FirstPageCache } from './first-page-cache.js';
+import type { FirstPageCache, PageOwner } from './first-page-cache.js';
+import { projectKey } from './tail-matching.js';
 
 /** The live tail's own settings: a first page shows an event no later than a live tail does. */
 export interface FirstPageWatchSettings {
@@ -18,11 +19,39 @@ export interface FirstPageWatchSettings {
  */
 export const MAX_NAMED_PROJECTS = 1000;
 
+/**
+ * A poll reads the rows of its window (copies and every project's included), to bring
+ * kept pages up to date, only up to this many; past it (a busy ingest) it names the
+ * projects and drops their pages, as reading that many rows every poll would cost more
+ * than reading the polled pages again.
+ */
+export const MAX_WINDOW_ROWS = 1000;
+
+/**
+ * After a window too large to read (or holding a row it could not read, or whose read
+ * failed), the next this many are only named: a store that busy would otherwise read 1,001 rows each poll only to
+ * throw them away.
+ */
+export const NAMED_POLLS_AFTER_TOO_MANY = 10;
+
 /** A horizon's milliseconds: 'YYYY-MM-DD hh:mm:ss.fff', UTC. Any other text fails the poll, so that no check is skipped. */
 function msOf(horizon: string): number {
   const ms = Date.parse(`${horizon.replace(' ', 'T')}Z`);
   if (Number.isNaN(ms)) throw new Error(`the store's clock read "${horizon}", not a UTC time`);
   return ms;
+}
+
+/** The events of a window, by the project they were written to, as the store spells it (lower case). */
+function byProject(events: readonly StoredEvent[]): [PageOwner, StoredEvent[]][] {
+  const projects = new Map<string, [PageOwner, StoredEvent[]]>();
+  for (const stored of events) {
+    const owner = { orgId: stored.event.org_id, projectId: stored.event.project_id };
+    const key = projectKey(owner.orgId, owner.projectId);
+    const held = projects.get(key);
+    if (held === undefined) projects.set(key, [owner, [stored]]);
+    else held[1].push(stored);
+  }
+  return [...projects.values()];
 }
 
 export interface FirstPageWatch {
@@ -32,10 +61,13 @@ export interface FirstPageWatch {
 
 /**
  * Follows the writes of every process into the store, so that the first pages kept in
- * memory (src/feed/first-page-cache.ts) are dropped when their project changes, whoever
- * wrote it (docs/decisions/feed-storage.md, "First pages"). Every `pollMs` it asks the
+ * memory (src/feed/first-page-cache.ts) are brought up to date or dropped when their
+ * project changes, whoever wrote it (docs/decisions/feed-storage.md, "First pages").
+ * Every `pollMs` it asks the
  * store for its horizon (its clock less `settleMs`, as the live tail does) and for the
- * projects with a row ingested since the last horizon, and drops those projects' pages.
+ * rows ingested since the last horizon, and hands each project's to the cache, which
+ * brings its pages up to date with them; past MAX_WINDOW_ROWS rows it asks only which
+ * projects they were, and the cache drops their pages.
  * The windows follow one another with no gap, so every row is seen once it is `settleMs`
  * old. The cache serves pages only while this keeps up: it sees from the end of the first
  * poll on time, each such poll vouching for the pages until 2 × `pollMs` after it began,
@@ -48,8 +80,8 @@ export interface FirstPageWatch {
  * assumption (docs/decisions/live-tail.md).
  */
 export function watchFirstPages(deps: {
-  store: Pick<EventStore, 'tailHorizon' | 'changedProjects'>;
-  cache: Pick<FirstPageCache<unknown>, 'invalidate' | 'invalidateAll' | 'see' | 'blind'>;
+  store: Pick<EventStore, 'tailHorizon' | 'changedProjects' | 'writtenEvents'>;
+  cache: Pick<FirstPageCache<unknown, StoredEvent>, 'invalidate' | 'written' | 'invalidateAll' | 'see' | 'blind'>;
   settings: FirstPageWatchSettings;
   logger: Logger;
   /** Told whether the cache sees (1) or is blind (0). */
@@ -70,6 +102,8 @@ export function watchFirstPages(deps: {
   let from: string | undefined;
   let fromAnsweredAt = 0;
   let blind = true;
+  // Polls left that name the projects of their window without reading its rows.
+  let namedOnly = 0;
   const goBlind = (why: string, error?: unknown) => {
     cache.blind();
     if (blind || stopping.signal.aborted) return;
@@ -77,6 +111,23 @@ export function watchFirstPages(deps: {
     deps.lostTrack?.();
     blind = true;
     logger.warn({ err: error, why }, 'first pages are read from the store until the watch of its writes catches up');
+  };
+
+  /** Brings the kept pages up to date with the window's rows, or drops those of the projects it names. */
+  const report = async (from: string, before: string) => {
+    const rows = namedOnly > 0 ? undefined : await store.writtenEvents(from, before, MAX_WINDOW_ROWS).catch((error: unknown) => {
+      // The rows may fail where the names would not (too many bytes, a timeout): name them.
+      if (!stopping.signal.aborted) logger.warn({ err: error }, "the rows of the store's last writes could not be read; their projects' first pages are dropped instead");
+      return undefined;
+    });
+    if (rows !== undefined) {
+      for (const [project, events] of byProject(rows)) cache.written(project, events);
+      return;
+    }
+    namedOnly = namedOnly > 0 ? namedOnly - 1 : NAMED_POLLS_AFTER_TOO_MANY;
+    const changed = await store.changedProjects(from, before, MAX_NAMED_PROJECTS);
+    if (changed === undefined) cache.invalidateAll();
+    else for (const project of changed) cache.invalidate(project);
   };
 
   const poll = async () => {
@@ -92,9 +143,8 @@ export function watchFirstPages(deps: {
         // blind spell, say), gave rows written meanwhile an ingested_at below `from`, which
         // no window from it holds.
         const steppedBack = msOf(horizon) - msOf(from) < started - fromAnsweredAt - settings.settleMs;
-        const changed = steppedBack ? undefined : await store.changedProjects(from, horizon, MAX_NAMED_PROJECTS);
-        if (changed === undefined) cache.invalidateAll();
-        else for (const project of changed) cache.invalidate(project);
+        if (steppedBack) cache.invalidateAll();
+        else await report(from, horizon);
       } else if (from !== undefined && horizon < from) {
         // The store's clock went back: rows written now may carry an ingested_at below
         // `from`, which no window from it would ever hold. Start again from here.

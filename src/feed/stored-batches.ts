@@ -38,6 +38,7 @@ export function createStoredBatches(): StoredBatches {
         tailEvents: (query) => store.tailEvents(query),
         tailProjects: (query) => store.tailProjects(query),
         changedProjects: (from, before, limit) => store.changedProjects(from, before, limit),
+        writtenEvents: (from, before, limit) => store.writtenEvents(from, before, limit),
       };
     },
   };

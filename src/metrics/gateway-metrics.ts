@@ -26,8 +26,10 @@ export interface GatewayMetrics {
   readonly firstPagesWatched: Gauge;
   /** Times the watch fell behind the store's writes while following them, each time serving no kept first page until it caught up. */
   readonly firstPagesLostTrack: Counter;
-  /** Kept first pages read again at once because their project was written, ahead of the dashboards that poll them. */
+  /** Kept first pages read again ahead of the dashboards that poll them: their project was written and the write dropped them, or they near their age. */
   readonly firstPagesRefreshed: Counter;
+  /** Kept first pages a window of the watch changed in memory, with no store read. */
+  readonly firstPagesMerged: Counter;
 }
 
 // From a loopback answer to a slow dependency: the API answers in milliseconds, a timeout in seconds.
@@ -97,7 +99,12 @@ export function createGatewayMetrics(): GatewayMetrics {
     }),
     firstPagesRefreshed: new Counter({
       name: 'feed_first_pages_refreshed_total',
-      help: 'Kept first pages read again from the store as soon as their project was written, because they had been served since they were kept.',
+      help: 'Kept first pages read again from the store, because they had been served since they were kept: as soon as their project was written where the write dropped them, or in the last quarter of their age.',
+      registers,
+    }),
+    firstPagesMerged: new Counter({
+      name: 'feed_first_pages_merged_total',
+      help: "Kept first pages changed in memory by the events the watch of the store's writes read for their project, instead of being dropped and read again.",
       registers,
     }),
   };

@@ -25,7 +25,7 @@ import { createSchemaRegistry, type SchemaRegistry } from '../schemas/schema-reg
 import { createClickHouseCommandLog } from '../store/clickhouse-command-log.js';
 import { createClickHouseEventStore } from '../store/clickhouse-event-store.js';
 import { pageBatchingOf } from '../store/batched-page-reads.js';
-import type { EventStore, FeedSlice } from '../store/event-store.js';
+import type { EventStore, FeedSlice, StoredEvent } from '../store/event-store.js';
 import { rowRefusal } from '../store/store-refusal.js';
 import { createVerifier } from './auth-runtime.js';
 import { startHttpServer, type HttpServer } from './http-server.js';
@@ -60,7 +60,7 @@ function apiDependencies(
   config: Config,
   logger: Logger,
   env: CommandEnvironment,
-  parts: { idempotency: IdempotencyStore; store: EventStore; publisher: CommandPublisher; schemas: SchemaRegistry; metrics: GatewayMetrics; stored: StoredBatches; firstPages: FirstPageCache<FeedSlice> | undefined },
+  parts: { idempotency: IdempotencyStore; store: EventStore; publisher: CommandPublisher; schemas: SchemaRegistry; metrics: GatewayMetrics; stored: StoredBatches; firstPages: FirstPageCache<FeedSlice, StoredEvent> | undefined },
 ): ApiDependencies {
   return {
     verifier: createVerifier(config, logger),
@@ -123,6 +123,7 @@ export async function startRuntime(config: Config, logger: Logger, env: CommandE
     const firstPages = firstPagesOf(config, stored, {
       served: (source) => metrics.firstPages.inc({ source }),
       refreshed: () => metrics.firstPagesRefreshed.inc(),
+      merged: () => metrics.firstPagesMerged.inc(),
     });
     if (firstPages !== undefined) {
       // The pages read again after writes settle last of all the closers (they run in

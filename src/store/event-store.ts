@@ -90,6 +90,13 @@ export interface EventStore {
    * learns of the writes of every other (src/feed/first-page-watch.ts).
    */
   changedProjects(from: string, before: string, limit: number): Promise<TailScope[] | undefined>;
+  /**
+   * The events of the rows ingested in the same window, copies included, in no order, at
+   * most `limit` of them; undefined when there are more, or one it cannot read. What lets
+   * a process bring the first pages it keeps up to date without reading them again
+   * (src/feed/first-page-merge.ts).
+   */
+  writtenEvents(from: string, before: string, limit: number): Promise<StoredEvent[] | undefined>;
 }
 
 /** The filters of the live tail: the feed's, without its occurred_at bounds. */

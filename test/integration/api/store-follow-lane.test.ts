@@ -70,9 +70,11 @@ describe("the store's follow lane [clickhouse-server]", function () {
       limit: 10,
     });
     const changed = await changes.changedProjects(horizon, horizon, 10);
+    const written = await changes.writtenEvents(horizon, horizon, 10);
 
     expect(shared.events).to.deep.equal([]);
     expect(changed).to.deep.equal([]);
+    expect(written).to.deep.equal([]);
     expect(request.settled, "a request's read answered while the held reads ran: the connections were not all held").to.equal(false);
     expect(held.filter((h) => h.settled)).to.deep.equal([]);
 

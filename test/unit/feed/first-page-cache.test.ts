@@ -72,10 +72,11 @@ describe('first page cache', () => {
     await write(org, project);
     const first = await feed.listEvents(page(org, project));
     await elsewhere(org, project);
-    clock += 999;
+    // Short of the last quarter of the age, where a served page is read again ahead of its expiry.
+    clock += 749;
     expect(await feed.listEvents(page(org, project)), 'within the age: the page as read, without the other process\'s event').to.deep.equal(first);
     expect(memory.reads).to.have.length(1);
-    clock += 1;
+    clock += 251;
     const later = await feed.listEvents(page(org, project));
     expect(memory.reads, 'at the age: read again').to.have.length(2);
     expect(ids(later)).to.have.length(2);
@@ -549,6 +550,191 @@ describe('first page cache', () => {
         expect(store.runs, 'no read again after close').to.equal(3);
         release();
         await closing;
+      });
+    });
+
+    describe('brought up to date with what was written', () => {
+      /** Pages are numbers; what was written adds to them, and a -1 is something no merge can tell (a page it drops). */
+      const add = (page: number, written: readonly number[]) => (written.includes(-1) ? undefined : written.reduce((sum, n) => sum + n, page));
+      /** A cache the watch vouches for on a clock of the test's, with one project whose pages are `merged` (merged as written) and `plain` (kept with no merge). */
+      const mergingPages = (options: Partial<FirstPageCacheOptions> = {}) => {
+        const clock = { now: 0 };
+        const cache = createFirstPageCache<number, number>({ maxAgeMs: 1000, watched: true, now: () => clock.now, ...options });
+        const owner = { orgId: uuid(), projectId: uuid() };
+        const store = counting();
+        cache.see(1_000_000);
+        const ask = async (key: 'merged' | 'plain') => cache.read(owner, key, store.run, key === 'merged' ? add : undefined);
+        return { cache, owner, store, clock, ask };
+      };
+
+      it('serves a page brought up to date from memory, without reading it again, and drops and reads again a page kept with no merge', async () => {
+        let merged = 0;
+        let refreshed = 0;
+        const { cache, owner, store, ask } = mergingPages({ merged: () => (merged += 1), refreshed: () => (refreshed += 1) });
+        expect([await ask('merged'), await ask('merged'), await ask('plain'), await ask('plain')]).to.deep.equal([1, 1, 2, 2]);
+        cache.written(owner, [10, 100]);
+        expect(store.runs, 'only the page with no merge read again').to.equal(3);
+        await settled();
+        expect(await ask('merged'), 'the kept page and what was written').to.equal(111);
+        expect(await ask('plain'), 'the page read again').to.equal(3);
+        expect(store.runs, 'both from memory').to.equal(3);
+        expect([merged, refreshed]).to.deep.equal([1, 1]);
+        cache.written(owner, [0]);
+        expect(merged, 'a write that changes no page is no page brought up to date').to.equal(1);
+      });
+
+      it('drops a page its merge cannot bring up to date, reading it again if it was served', async () => {
+        const { cache, owner, store, ask } = mergingPages();
+        await ask('merged');
+        await ask('merged');
+        cache.written(owner, [-1]);
+        expect(store.runs, 'read again').to.equal(2);
+        await settled();
+        expect(await ask('merged')).to.equal(2);
+      });
+
+      it("counts a page's age from its store read, however often it was brought up to date, and brings no expired page back", async () => {
+        const { cache, owner, store, clock, ask } = mergingPages();
+        await ask('merged');
+        clock.now = 700;
+        cache.written(owner, [10]);
+        expect(await ask('merged'), 'brought up to date, from memory').to.equal(11);
+        clock.now = 1000;
+        cache.written(owner, [100]);
+        expect(store.runs, 'expired: dropped, and read again as it was served').to.equal(2);
+        await settled();
+        expect(await ask('merged'), 'the page read again, not the expired one brought up to date').to.equal(2);
+      });
+
+      it('reads a page served in the last quarter of its age again, serving the kept one meanwhile, and then the new one', async () => {
+        let refreshed = 0;
+        const { store, clock, ask } = mergingPages({ refreshed: () => (refreshed += 1) });
+        await ask('merged');
+        clock.now = 749;
+        await ask('merged');
+        expect(store.runs, 'not yet').to.equal(1);
+        clock.now = 750;
+        const release = store.hold();
+        expect(await ask('merged'), 'the kept page, while its read again runs').to.equal(1);
+        expect(await ask('merged'), 'one read again at a time').to.equal(1);
+        expect([store.runs, refreshed]).to.deep.equal([2, 1]);
+        release();
+        await settled();
+        clock.now = 1499;
+        expect(await ask('merged'), 'the page read at 750, within its age and short of its last quarter').to.equal(2);
+        expect(store.runs).to.equal(2);
+      });
+
+      it('brings a page read again after a write up to date as it brings the page it replaced', async () => {
+        const { cache, owner, store, ask } = mergingPages();
+        await ask('merged');
+        await ask('merged');
+        cache.invalidate(owner);
+        await settled();
+        expect(store.runs, 'read again after the write').to.equal(2);
+        cache.written(owner, [10]);
+        expect(await ask('merged')).to.equal(12);
+        expect(store.runs, 'from memory').to.equal(2);
+      });
+
+      it('keeps a read in flight when its project is written brought up to date with what was written, and one with no merge not at all', async () => {
+        const { cache, owner, store, ask } = mergingPages();
+        const release = store.hold();
+        const [merged, plain] = [ask('merged'), ask('plain')];
+        cache.written(owner, [10]);
+        cache.written(owner, [100]);
+        release();
+        expect(await Promise.all([merged, plain]), 'each request answered with its read, brought up to date where it can be').to.deep.equal([111, 2]);
+        expect(await ask('merged'), 'kept with both windows').to.equal(111);
+        expect(await ask('plain'), 'not kept: read again').to.equal(3);
+        expect(store.runs).to.equal(3);
+      });
+
+      it('keeps a read again that windows reported while it ran brought up to date with them, and answers a request that waited for it so', async () => {
+        let refreshed = 0;
+        const { cache, owner, store, clock, ask } = mergingPages({ refreshed: () => (refreshed += 1) });
+        await ask('merged');
+        clock.now = 800;
+        const release = store.hold();
+        expect(await ask('merged'), 'the kept page; read again ahead of its expiry').to.equal(1);
+        cache.written(owner, [10]);
+        expect(await ask('merged'), 'the kept page brought up to date').to.equal(11);
+        expect(refreshed, 'one read again, not one per window').to.equal(1);
+        clock.now = 1000;
+        const waited = ask('merged');
+        cache.written(owner, [100]);
+        release();
+        expect(await waited, 'the read again, with both windows').to.equal(112);
+        expect(await ask('merged'), 'kept').to.equal(112);
+        expect(store.runs).to.equal(2);
+      });
+
+      it('brings a read in flight up to date only with the windows reported after it began, and keeps none that a dropping write overtook', async () => {
+        const { cache, owner, store, ask } = mergingPages();
+        cache.written(owner, [1000]);
+        const release = store.hold();
+        const first = ask('merged');
+        cache.written(owner, [100]);
+        release();
+        expect(await first, 'the window before it began not applied').to.equal(101);
+        expect(await ask('merged'), 'kept').to.equal(101);
+        const again = store.hold();
+        cache.invalidate(owner);
+        const second = ask('merged');
+        cache.written(owner, [10]);
+        cache.invalidate(owner);
+        again();
+        expect(await second, 'the read again it waited for, brought up to date').to.equal(12);
+        await settled();
+        expect(await ask('merged'), 'a write that dropped the pages came after it began: not kept, and read again as a request waited for it').to.equal(3);
+        expect(store.runs).to.equal(3);
+      });
+
+      it('answers a request that waited for a read again with the windows reported before it came, though a dropping write overtakes the read after', async () => {
+        const { cache, owner, store, clock, ask } = mergingPages();
+        await ask('merged');
+        clock.now = 800;
+        const release = store.hold();
+        await ask('merged');
+        cache.written(owner, [10]);
+        expect(await ask('merged'), 'shown with the window').to.equal(11);
+        clock.now = 1000;
+        const waited = ask('merged');
+        cache.invalidate(owner);
+        release();
+        expect(await waited, 'never without what it was shown').to.equal(12);
+      });
+
+      it('takes a read again with no merge out of reach of requests when a window names its project', async () => {
+        const { cache, owner, store, ask } = mergingPages();
+        await ask('plain');
+        await ask('plain');
+        const release = store.hold();
+        cache.invalidate(owner);
+        cache.written(owner, [10]);
+        const asked = ask('plain');
+        release();
+        expect(await asked, 'its own read, after the window').to.equal(3);
+        expect(store.runs).to.equal(3);
+      });
+
+      it('keeps a page read again ahead of its expiry as a page dashboards poll, read again when a write drops it', async () => {
+        const { cache, owner, store, clock, ask } = mergingPages();
+        await ask('merged');
+        clock.now = 800;
+        await ask('merged');
+        await settled();
+        expect(store.runs, 'read again ahead of its expiry').to.equal(2);
+        cache.invalidate(owner);
+        expect(store.runs, 'read again after the write, with no request since').to.equal(3);
+      });
+
+      it("leaves other projects' pages as they were", async () => {
+        const { cache, store, ask } = mergingPages();
+        await ask('merged');
+        cache.written({ orgId: uuid(), projectId: uuid() }, [10]);
+        expect(await ask('merged')).to.equal(1);
+        expect(store.runs).to.equal(1);
       });
     });
 

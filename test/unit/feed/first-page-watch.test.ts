@@ -1,41 +1,59 @@
 import { expect } from 'chai';
 import type { FirstPageCache } from '../../../src/feed/first-page-cache.js';
-import { MAX_NAMED_PROJECTS, watchFirstPages, type FirstPageWatch } from '../../../src/feed/first-page-watch.js';
+import { MAX_NAMED_PROJECTS, MAX_WINDOW_ROWS, NAMED_POLLS_AFTER_TOO_MANY, watchFirstPages, type FirstPageWatch } from '../../../src/feed/first-page-watch.js';
 import { createLogger } from '../../../src/observability/logger.js';
-import type { EventStore, TailScope } from '../../../src/store/event-store.js';
-import { uuid } from '../../support/factories.js';
+import type { EventStore, StoredEvent, TailScope } from '../../../src/store/event-store.js';
+import { canonicalEvent, uuid } from '../../support/factories.js';
 import { waitFor } from '../../support/wait-for.js';
 
-type CacheCall = { kind: 'see'; forMs: number } | { kind: 'blind' } | { kind: 'invalidateAll' } | { kind: 'invalidate'; project: TailScope };
+type CacheCall =
+  | { kind: 'see'; forMs: number }
+  | { kind: 'blind' }
+  | { kind: 'invalidateAll' }
+  | { kind: 'invalidate'; project: TailScope }
+  | { kind: 'written'; project: TailScope; events: readonly StoredEvent[] };
 
 /** A cache that records what the watch tells it. */
 function recordingCache() {
   const calls: CacheCall[] = [];
-  const cache: Pick<FirstPageCache<unknown>, 'invalidate' | 'invalidateAll' | 'see' | 'blind'> = {
+  const cache: Pick<FirstPageCache<unknown, StoredEvent>, 'invalidate' | 'written' | 'invalidateAll' | 'see' | 'blind'> = {
     see: (forMs) => calls.push({ kind: 'see', forMs }),
     blind: () => calls.push({ kind: 'blind' }),
     invalidateAll: () => calls.push({ kind: 'invalidateAll' }),
     invalidate: (project) => calls.push({ kind: 'invalidate', project }),
+    written: (project, events) => calls.push({ kind: 'written', project, events }),
   };
   return { cache, calls, last: () => calls.at(-1)?.kind, count: (kind: CacheCall['kind']) => calls.filter((c) => c.kind === kind).length };
 }
 
+/** What a window of the scripted store holds: events it reads out, projects it can only name (too many rows to read), or too many to name. */
+type Window = { events: StoredEvent[] } | { names: TailScope[] } | 'too many';
+
+/** An event of the project as the store reads it back. */
+const storedOf = (project: TailScope): StoredEvent => {
+  const event = canonicalEvent({ org_id: project.orgId, project_id: project.projectId });
+  return { event, position: { occurredAt: '2026-11-26 10:00:00.000000', id: event.id } };
+};
+
 /**
  * A store whose clock follows this process's (and moves at least a millisecond per horizon
- * asked), answering each window with the projects `written` holds for it; `next` decides
- * how the next call goes.
+ * asked), answering each window with what `write` holds for it; `next` decides how the
+ * next call goes. `windows` are those asked for their events, `named` those asked for
+ * their projects.
  */
 function scriptedStore() {
   let offset = 10_000 - performance.now();
   let tick = 10_000;
   const windows: { from: string; before: string }[] = [];
-  let pending: TailScope[] | 'too many' = [];
+  const named: { from: string; before: string }[] = [];
+  let pending: Window = { events: [] };
+  let rowsFail = false;
   let next: 'ok' | 'fails' | 'window fails' | 'hangs' = 'ok';
   let release: () => void = () => {};
   let reject: (error: Error) => void = () => {};
   let hung: () => void = () => {};
   const text = (ms: number) => new Date(Date.UTC(2026, 10, 26, 10) + ms).toISOString().slice(0, 23).replace('T', ' ');
-  const store: Pick<EventStore, 'tailHorizon' | 'changedProjects'> = {
+  const store: Pick<EventStore, 'tailHorizon' | 'changedProjects' | 'writtenEvents'> = {
     async tailHorizon() {
       if (next === 'fails') throw new Error('the store is down');
       if (next === 'hangs') {
@@ -45,19 +63,40 @@ function scriptedStore() {
       tick = Math.max(tick + 1, Math.floor(performance.now() + offset));
       return text(tick);
     },
+    async writtenEvents(from, before, limit) {
+      expect(limit).to.equal(MAX_WINDOW_ROWS);
+      if (next === 'window fails') throw new Error('the store failed the query');
+      windows.push({ from, before });
+      if (rowsFail) {
+        rowsFail = false;
+        throw new Error('too many bytes');
+      }
+      if (typeof pending === 'object' && 'events' in pending) {
+        const found = pending.events;
+        pending = { events: [] };
+        return found;
+      }
+      return undefined;
+    },
     async changedProjects(from, before, limit) {
       expect(limit).to.equal(MAX_NAMED_PROJECTS);
       if (next === 'window fails') throw new Error('the store failed the query');
-      windows.push({ from, before });
+      named.push({ from, before });
       const found = pending;
-      pending = [];
-      return found === 'too many' ? undefined : found;
+      pending = { events: [] };
+      if (found === 'too many') return undefined;
+      return 'names' in found ? found.names : found.events.map((e) => ({ orgId: e.event.org_id, projectId: e.event.project_id }));
     },
   };
   return {
     store,
     windows,
-    write: (projects: TailScope[] | 'too many') => (pending = projects),
+    named,
+    /** Every window asked, for its rows or its projects, each once, in order. */
+    asked: () => [...new Map([...windows, ...named].map((w) => [`${w.from}/${w.before}`, w])).values()].sort((x, y) => (x.from < y.from ? -1 : 1)),
+    write: (window: Window) => (pending = window),
+    /** The next read of a window's rows fails, as one of too many bytes would. */
+    failRows: () => (rowsFail = true),
     /** The store's clock steps back by `ms`. */
     stepBack: (ms: number) => {
       tick -= ms;
@@ -99,20 +138,69 @@ describe('first page watch', () => {
     await waitFor('the first poll to let the cache see', async () => (cache.calls.some((c) => c.kind === 'see') ? true : undefined));
     await waitFor('three windows asked', async () => (store.windows.length >= 3 ? true : undefined));
     expect(cache.calls.filter((c) => c.kind === 'blind'), 'never blind while polls succeed').to.deep.equal([]);
-    expectContiguous(store.windows);
+    expectContiguous(store.asked());
   });
 
-  it('drops the pages of every project another process wrote, and all of them when too many were written to name', async () => {
+  it("hands the cache each project's events another process wrote, in one call a project", async () => {
+    const store = scriptedStore();
+    const cache = recordingCache();
+    start(store, cache);
+    await waitFor('the cache to see', async () => (cache.last() === 'see' ? true : undefined));
+    const [a, b] = [{ orgId: uuid(), projectId: uuid() }, { orgId: uuid(), projectId: uuid() }];
+    const events = [storedOf(a), storedOf(b), storedOf(a)];
+    store.write({ events });
+    await waitFor('both projects handed their events', async () => (cache.count('written') === 2 ? true : undefined));
+    const written = cache.calls.flatMap((c) => (c.kind === 'written' ? [c] : []));
+    expect(written.map((c) => c.project)).to.deep.equal([a, b]);
+    expect(written.map((c) => c.events)).to.deep.equal([[events[0], events[2]], [events[1]]]);
+    expect(cache.count('invalidate'), 'no page dropped').to.equal(0);
+    expect(store.named, 'no project named').to.deep.equal([]);
+  });
+
+  it(`names the projects only, for the ${NAMED_POLLS_AFTER_TOO_MANY} windows after one with too many rows to read, then reads rows again, with no window skipped`, async () => {
+    const store = scriptedStore();
+    const cache = recordingCache();
+    // Polls 10 ms apart, to pass the named windows quickly; one late on a loaded machine only makes the cache blind a while.
+    start(store, cache, 10);
+    await waitFor('a window read', async () => (store.windows.length > 0 ? true : undefined));
+    const read = store.windows.length;
+    store.write({ names: [{ orgId: uuid(), projectId: uuid() }] });
+    await waitFor('rows read again', async () => (store.windows.length > read + 1 ? true : undefined));
+    expect(store.named, 'the window too large, then the ones named only').to.have.length(NAMED_POLLS_AFTER_TOO_MANY + 1);
+    expect(store.named[0], 'the window too large was asked for its rows first').to.deep.equal(store.windows[read]);
+    expectContiguous([...store.windows.slice(read), ...store.named.slice(1)].sort((x, y) => (x.from < y.from ? -1 : 1)));
+    expect(cache.count('invalidate'), "the named project's pages dropped").to.equal(1);
+    expect(cache.count('invalidateAll'), 'no window named too many').to.equal(0);
+  });
+
+  it('names the projects of a window whose rows could not be read, in the same poll, and stays in step', async () => {
+    const store = scriptedStore();
+    const cache = recordingCache();
+    start(store, cache);
+    await waitFor('the cache to see', async () => (cache.last() === 'see' && store.windows.length > 0 ? true : undefined));
+    const project = { orgId: uuid(), projectId: uuid() };
+    store.write({ events: [storedOf(project)] });
+    store.failRows();
+    await waitFor("the project's pages dropped", async () => (cache.count('invalidate') === 1 ? true : undefined));
+    expect(cache.calls.flatMap((c) => (c.kind === 'invalidate' ? [c.project] : []))).to.deep.equal([project]);
+    expect(store.named[0], 'the window whose rows failed, named').to.deep.equal(store.windows.at(-1));
+    expect(cache.count('blind'), 'no poll failed').to.equal(0);
+  });
+
+  it('drops the pages of every project another process wrote, named where their rows were too many to read, and all of them when too many to name', async () => {
     const store = scriptedStore();
     const cache = recordingCache();
     start(store, cache);
     await waitFor('the cache to see', async () => (cache.last() === 'see' ? true : undefined));
     const written = [{ orgId: uuid(), projectId: uuid() }, { orgId: uuid(), projectId: uuid() }];
-    store.write(written);
+    store.write({ names: written });
     await waitFor('both projects dropped', async () => (cache.count('invalidate') === 2 ? true : undefined));
     expect(cache.calls.flatMap((c) => (c.kind === 'invalidate' ? [c.project] : []))).to.deep.equal(written);
+    expect(store.windows, 'the window of the rows, named').to.deep.include(store.named[0]);
+    expect(cache.count('invalidateAll'), 'the named windows dropped no other page').to.equal(0);
     store.write('too many');
-    await waitFor('every page dropped', async () => (cache.calls.some((c) => c.kind === 'invalidateAll') ? true : undefined));
+    await waitFor('every page dropped', async () => (cache.count('invalidateAll') > 0 ? true : undefined));
+    expect(cache.count('written'), 'no events handed').to.equal(0);
   });
 
   const failures = [
@@ -138,7 +226,7 @@ describe('first page watch', () => {
       const asked = store.windows.length;
       store.next = 'ok';
       await waitFor('the cache to see again', async () => (cache.last() === 'see' && store.windows.length > asked + 1 ? true : undefined));
-      expectContiguous(store.windows);
+      expectContiguous(store.asked());
       const lostAgain = lostTrack;
       store.next = failure.next;
       await waitFor('the cache blind again', async () => (cache.last() === 'blind' ? true : undefined));
@@ -200,7 +288,7 @@ describe('first page watch', () => {
     store.next = 'ok';
     await waitFor('the cache to see again', async () => (seenAt.length > seen ? true : undefined));
     expect(seenAt[seen], 'the late poll asked one window and did not see; a poll after it did').to.be.at.least(asked + 2);
-    expectContiguous(store.windows);
+    expectContiguous(store.asked());
   });
 
   it('vouches for kept pages until the next poll, started on time, has had its interval to end, and no longer', async () => {

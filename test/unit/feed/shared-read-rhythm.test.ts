@@ -92,6 +92,7 @@ function pollerOnVirtualTime(options: { pollMs: number; settleMs: number; readMs
     tailHorizon: notRead,
     tailEvents: notRead,
     changedProjects: notRead,
+    writtenEvents: notRead,
     async tailProjects(query) {
       const read = readStarts.push(time.clock.now());
       if (readMs > 0) await time.clock.sleep(readMs, closed.signal);

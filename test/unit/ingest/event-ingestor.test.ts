@@ -10,7 +10,7 @@ import { toStoreError } from '../../../src/store/store-errors.js';
 import { canonicalEvent, edgePolicyCommand, enrollmentCommand } from '../../support/factories.js';
 
 /** The read side of the store port: the ingestor only writes, so any read is a bug here. */
-const NO_READS: Pick<EventStore, 'listEvents' | 'tailHorizon' | 'tailEvents' | 'tailProjects' | 'changedProjects'> = {
+const NO_READS: Pick<EventStore, 'listEvents' | 'tailHorizon' | 'tailEvents' | 'tailProjects' | 'changedProjects' | 'writtenEvents'> = {
   async listEvents() {
     return { events: [] };
   },
@@ -24,6 +24,9 @@ const NO_READS: Pick<EventStore, 'listEvents' | 'tailHorizon' | 'tailEvents' | '
     throw new Error('the ingestor does not read');
   },
   async changedProjects(): Promise<never> {
+    throw new Error('the ingestor does not read');
+  },
+  async writtenEvents(): Promise<never> {
     throw new Error('the ingestor does not read');
   },
 };

@@ -46,10 +46,12 @@ describe('query lanes', () => {
     expect(lanes).to.deep.equal(['follow', 'follow', 'follow']);
   });
 
-  it("puts the first-page watch's window of changed projects on the follow lane", async () => {
+  it("puts the first-page watch's window, its rows and its projects, on the follow lane", async () => {
     const { transport, lanes } = laneRecorder([]);
-    await createClickHouseProjectChanges(transport).changedProjects('2026-01-01 00:00:00.000', '2026-01-01 00:00:01.000', 10);
-    expect(lanes).to.deep.equal(['follow']);
+    const changes = createClickHouseProjectChanges(transport);
+    await changes.writtenEvents('2026-01-01 00:00:00.000', '2026-01-01 00:00:01.000', 10);
+    await changes.changedProjects('2026-01-01 00:00:00.000', '2026-01-01 00:00:01.000', 10);
+    expect(lanes).to.deep.equal(['follow', 'follow']);
   });
 
   it("leaves a stream's own catch-up, read and look-up of copies, on the requests' lane", async () => {
