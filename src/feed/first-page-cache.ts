@@ -28,10 +28,10 @@ export interface PageOwner {
  * Where the watch reads what was written (`written`), a page kept with a `merge` is brought
  * up to date in memory instead, and so is what a read in flight brings; its age still
  * counts from its store read, the bound on what no write shows. A page served since it
- * was kept that a write drops is read again
- * at once, and one served in the last quarter of its age is read again ahead of its
- * expiry, so that the dashboards polling it find a page in memory; a request that comes
- * while its page is dropped waits for that read instead of starting its own.
+ * was kept that a write drops is read again at once, and one served in the last quarter
+ * of its age is read again ahead of its expiry, so that the dashboards polling it find a
+ * page in memory; a request that comes while its page is dropped waits for that read
+ * instead of starting its own.
  * The key is the caller's whole query, organization and project included, so no page is
  * ever served to another tenant, project, filter set or page size. Only successful reads
  * are kept; at most `capacity` pages, the oldest dropped first, and expired ones go as reads come.

@@ -29,8 +29,8 @@ export const MAX_WINDOW_ROWS = 1000;
 
 /**
  * After a window too large to read (or holding a row it could not read, or whose read
- * failed), the next this many are only named: a store that busy would otherwise read 1,001 rows each poll only to
- * throw them away.
+ * failed), the next this many are only named: a store that busy would otherwise read
+ * 1,001 rows each poll only to throw them away.
  */
 export const NAMED_POLLS_AFTER_TOO_MANY = 10;
 
@@ -63,11 +63,11 @@ export interface FirstPageWatch {
  * Follows the writes of every process into the store, so that the first pages kept in
  * memory (src/feed/first-page-cache.ts) are brought up to date or dropped when their
  * project changes, whoever wrote it (docs/decisions/feed-storage.md, "First pages").
- * Every `pollMs` it asks the
- * store for its horizon (its clock less `settleMs`, as the live tail does) and for the
- * rows ingested since the last horizon, and hands each project's to the cache, which
- * brings its pages up to date with them; past MAX_WINDOW_ROWS rows it asks only which
- * projects they were, and the cache drops their pages.
+ * Every `pollMs` it asks the store for its horizon (its clock less `settleMs`, as the
+ * live tail does) and for the rows ingested since the last horizon, and hands each
+ * project's to the cache, which brings its pages up to date with them; past
+ * MAX_WINDOW_ROWS rows it asks only which projects they were, and the cache drops their
+ * pages.
  * The windows follow one another with no gap, so every row is seen once it is `settleMs`
  * old. The cache serves pages only while this keeps up: it sees from the end of the first
  * poll on time, each such poll vouching for the pages until 2 × `pollMs` after it began,
