@@ -173,8 +173,9 @@ async function gatewayMetrics(gatewayUrl: string): Promise<(name: string, labels
 async function firstPageCounts(gatewayUrl: string): Promise<{ memory: number; store: number; lostTrack: number; refreshed: number; merged: number }> {
   const metric = await gatewayMetrics(gatewayUrl);
   return {
-    memory: metric('feed_first_pages_total', { source: 'memory' }, 0),
-    store: metric('feed_first_pages_total', { source: 'store' }, 0),
+    // Page reads of either kind: first pages, and pages by cursor cut from a kept first page or read.
+    memory: metric('feed_first_pages_total', { source: 'memory' }, 0) + metric('feed_cursor_pages_total', { source: 'memory' }, 0),
+    store: metric('feed_first_pages_total', { source: 'store' }, 0) + metric('feed_cursor_pages_total', { source: 'store' }, 0),
     lostTrack: metric('feed_first_pages_lost_track_total'),
     refreshed: metric('feed_first_pages_refreshed_total'),
     merged: metric('feed_first_pages_merged_total'),
@@ -293,7 +294,8 @@ const targetOf = (shape: string) => (shape === 'first page of a project' ? '≥ 
 /**
  * Every page without a cursor as dashboards poll it, on a gateway that keeps such pages
  * (FEED_FIRST_PAGE_MAX_AGE_MS of a minute: pages kept until its watch sees their project
- * written, docs/decisions/feed-storage.md, "First pages"), each shape's pages asked once
+ * written, docs/decisions/feed-storage.md, "First pages"), and the second pages by the
+ * cursors their first pages give, each shape's pages asked once
  * before, then loaded in an order the asking did not follow: with the table as it is, and
  * while another process writes a tenth of the active projects each second (never the idle
  * or empty ones, whose rows with writes show what the writes and the watch cost pages
@@ -310,6 +312,9 @@ async function keptPages(ctx: BenchContext, database: string, span: { startMs: n
     // seconds after it, so a load just after one with writes would still see its drops.
     for (const writtenPerSecond of [0, PROJECTS / 10]) {
       for (const shape of pagesWithoutCursor(polled.url, span)) rows.push(await pollShape(ctx, polled, database, shape, writtenPerSecond, headers, label, select1));
+      // By the cursors their first pages, asked just now, gave out: the page after a kept
+      // first page is cut from it, where the writes leave it there.
+      rows.push(await pollShape(ctx, polled, database, await secondPages(polled.url, headers), writtenPerSecond, headers, label, select1));
     }
     return rows;
   } finally {

@@ -34,7 +34,8 @@ export interface PageOwner {
  * instead of starting its own.
  * The key is the caller's whole query, organization and project included, so no page is
  * ever served to another tenant, project, filter set or page size. Only successful reads
- * are kept; at most `capacity` pages, the oldest dropped first, and expired ones go as reads come.
+ * are kept; at most `capacity` pages weighing at most `weight.atMost` together, the oldest
+ * dropped first, and expired ones go as reads come.
  */
 export interface FirstPageCache<T, W = never> {
   /**
@@ -42,6 +43,14 @@ export interface FirstPageCache<T, W = never> {
    * written since its read (undefined where it cannot: the page is then dropped).
    */
   read(owner: PageOwner, key: string, run: () => Promise<T>, merge?: PageMerge<T, W>): Promise<T>;
+  /**
+   * What `from` makes of the kept page of `key`, where `read` would serve that page now,
+   * without reading the store: the page after it, cut from it. Where `from` gives
+   * something, the kept page counts as asked (a page whose next page is read from it is
+   * one dashboards poll) and is read again ahead of its expiry as `read`'s is; where it
+   * gives nothing, the kept page is left as it was.
+   */
+  cut<R>(key: string, from: (page: T) => R | undefined): R | undefined;
   /** Events of the project were written: drop its pages, and any read of it in flight. */
   invalidate(owner: PageOwner): void;
   /**
@@ -66,11 +75,13 @@ export interface FirstPageCache<T, W = never> {
   readonly size: number;
 }
 
-export interface FirstPageCacheOptions {
+export interface FirstPageCacheOptions<T = unknown> {
   /** How long after its store read began a page may be served; 0 keeps none (FEED_FIRST_PAGE_MAX_AGE_MS). */
   readonly maxAgeMs: number;
   /** Pages held at most. */
   readonly capacity?: number;
+  /** What a page weighs (its events, say), and the most all kept pages may weigh together: the oldest go first. */
+  readonly weight?: { readonly of: (page: T) => number; readonly atMost: number };
   /** Whether a watch of the store's writes drives the cache (`see`, `blind`): blind until it first sees. */
   readonly watched?: boolean;
   /** Told where each page came from: a request that waited for a refresh was answered by the store. */
@@ -143,9 +154,12 @@ export const REFRESH_AHEAD_SHARE = 0.75;
 /** Ids are UUIDs, which either case spells: a write that spells them in upper case drops the pages read under lower case. */
 const ownerKey = (owner: PageOwner) => JSON.stringify([owner.orgId.toLowerCase(), owner.projectId.toLowerCase()]);
 
-export function createFirstPageCache<T, W = never>(options: FirstPageCacheOptions): FirstPageCache<T, W> {
+export function createFirstPageCache<T, W = never>(options: FirstPageCacheOptions<T>): FirstPageCache<T, W> {
   if (!Number.isInteger(options.maxAgeMs) || options.maxAgeMs < 0) throw new Error('maxAgeMs must be a whole number of milliseconds, 0 or more');
   const capacity = options.capacity ?? 1000;
+  const weigh = options.weight?.of ?? (() => 0);
+  const maxWeight = options.weight?.atMost ?? Infinity;
+  let weight = 0;
   // Monotonic: a step of the wall clock must not stretch a page's age.
   const now = options.now ?? (() => performance.now());
   const pages = new Map<string, Entry<T, W>>();
@@ -162,15 +176,32 @@ export function createFirstPageCache<T, W = never>(options: FirstPageCacheOption
   // Reads again that have not settled, overtaken ones included: what the cap counts and close awaits.
   const settling = new Set<Promise<void>>();
   let closed = false;
+  // Every change to `pages` goes through these two, so that `weight` stays their sum.
+  const drop = (key: string) => {
+    const entry = pages.get(key);
+    if (entry === undefined) return;
+    weight -= weigh(entry.value);
+    pages.delete(key);
+  };
+  // A page replaced stays where it was in `pages`' order.
+  const put = (key: string, entry: Entry<T, W>) => {
+    const was = pages.get(key);
+    if (was !== undefined) weight -= weigh(was.value);
+    pages.set(key, entry);
+    weight += weigh(entry.value);
+  };
   const dropAll = () => {
     epoch += 1;
     pages.clear();
+    weight = 0;
     refreshing.clear();
   };
   const keep = (key: string, entry: Entry<T, W>) => {
-    pages.delete(key);
-    while (pages.size >= capacity) pages.delete(pages.keys().next().value!);
-    pages.set(key, entry);
+    drop(key);
+    const heavy = weigh(entry.value);
+    if (heavy > maxWeight) return;
+    while (pages.size > 0 && (pages.size >= capacity || weight + heavy > maxWeight)) drop(pages.keys().next().value!);
+    put(key, entry);
   };
   const takeOff = (owner: string, merge: PageMerge<T, W> | undefined): Flight<T, W> => {
     const flight: Flight<T, W> = { owner, merge, windows: [], dropped: false };
@@ -265,14 +296,16 @@ export function createFirstPageCache<T, W = never>(options: FirstPageCacheOption
       if (entry.owner !== who) continue;
       const value = update(entry);
       if (value === undefined) {
-        pages.delete(key);
+        drop(key);
         if (entry.asked) again.set(key, entry);
       } else if (value !== entry.value) {
         // In place: the pages stay in the order of their reads, which expiry relies on.
-        pages.set(key, { ...entry, value });
+        put(key, { ...entry, value });
         options.merged?.();
       }
     }
+    // Pages brought up to date grow: the oldest make way, as for a page kept.
+    while (pages.size > 0 && weight > maxWeight) drop(pages.keys().next().value!);
     for (const [key, entry] of again) refresh(key, who, entry.run, entry.merge);
   };
 
@@ -282,8 +315,20 @@ export function createFirstPageCache<T, W = never>(options: FirstPageCacheOption
   const dropExpired = (at: number) => {
     for (const [key, entry] of pages) {
       if (at - entry.readAt < options.maxAgeMs) return;
-      pages.delete(key);
+      drop(key);
     }
+  };
+
+  /** The kept page of `key` if it may be served at `at`. */
+  const servable = (key: string, at: number): Entry<T, W> | undefined => {
+    dropExpired(at);
+    const held = pages.get(key);
+    return at >= servingUntil || held === undefined || at - held.readAt >= options.maxAgeMs ? undefined : held;
+  };
+  /** A kept page was served: it is one dashboards poll, read again off their path near its expiry, so that none of them waits for it. */
+  const served = (key: string, held: Entry<T, W>, at: number) => {
+    held.asked = true;
+    if (at - held.readAt >= options.maxAgeMs * REFRESH_AHEAD_SHARE) refresh(key, held.owner, held.run, held.merge);
   };
 
   return {
@@ -293,16 +338,13 @@ export function createFirstPageCache<T, W = never>(options: FirstPageCacheOption
         return run();
       }
       const at = now();
-      dropExpired(at);
-      const held = pages.get(key);
-      const serving = at < servingUntil;
-      if (serving && held !== undefined && at - held.readAt < options.maxAgeMs) {
-        held.asked = true;
+      const held = servable(key, at);
+      if (held !== undefined) {
+        served(key, held, at);
         options.served?.('memory');
-        // Read again off the pollers' path, so that none of them waits for it at the expiry.
-        if (at - held.readAt >= options.maxAgeMs * REFRESH_AHEAD_SHARE) refresh(key, held.owner, held.run, held.merge);
         return held.value;
       }
+      const serving = at < servingUntil;
       options.served?.('store');
       // A read again began after the last write of its project this process knows of that
       // dropped its pages (a later one takes it out of `refreshing`), and is brought up to
@@ -328,6 +370,15 @@ export function createFirstPageCache<T, W = never>(options: FirstPageCacheOption
       const landed = land(flight, value, beganIn);
       if (landed.keep) keep(key, { owner: who, value: landed.page!, readAt: at, run, merge, asked: false });
       return landed.page ?? value;
+    },
+    cut(key, from) {
+      if (options.maxAgeMs === 0 || !followed) return undefined;
+      const at = now();
+      const held = servable(key, at);
+      if (held === undefined) return undefined;
+      const page = from(held.value);
+      if (page !== undefined) served(key, held, at);
+      return page;
     },
     invalidate: (owner) => write(ownerKey(owner), undefined, () => undefined),
     written(owner, events) {
@@ -370,6 +421,13 @@ export function dropPagesOnWrites(stored: Pick<StoredBatches, 'onStored'>, cache
 }
 
 /**
+ * Events the kept pages hold together, at most: 1,000 pages of the largest size as read
+ * before they were read two pages deep (src/feed/feed-service.ts), so that the page after
+ * each costs no more memory than the pages did, only fewer of them at that size.
+ */
+export const MAX_KEPT_EVENTS = 201_000;
+
+/**
  * The feed's first pages this process keeps, dropped on its own writes and on every
  * other process's as a watch of the store sees them (src/feed/first-page-watch.ts, which
  * the runtime starts): none where it serves no feed (ROLE=consumer) or may keep none
@@ -382,7 +440,12 @@ export function firstPagesOf(
   told: Pick<FirstPageCacheOptions, 'served' | 'refreshed' | 'merged'> = {},
 ): FirstPageCache<FeedSlice, StoredEvent> | undefined {
   if (config.role === 'consumer' || config.feedFirstPageMaxAgeMs === 0) return undefined;
-  const firstPages = createFirstPageCache<FeedSlice, StoredEvent>({ maxAgeMs: config.feedFirstPageMaxAgeMs, watched: true, ...told });
+  const firstPages = createFirstPageCache<FeedSlice, StoredEvent>({
+    maxAgeMs: config.feedFirstPageMaxAgeMs,
+    watched: true,
+    weight: { of: (slice) => slice.events.length, atMost: MAX_KEPT_EVENTS },
+    ...told,
+  });
   dropPagesOnWrites(stored, firstPages);
   return firstPages;
 }

@@ -47,9 +47,11 @@ const positionKey = (p: FeedPosition) => `${p.occurredAt}/${p.id.toLowerCase()}`
  * reaching, with nothing found below (src/store/clickhouse-event-store.ts), takes an event
  * backfilled below that reach too, where a read would stop short above it and leave it to
  * the cursor: the event shows sooner, and no event is left out.
+ * A page takes at most `keepAtMost` events (the query's limit unless told): the newest,
+ * so a full page stays the exact head of its range whatever it keeps.
  * Returns `page` itself when nothing written belongs on it; undefined for a page by cursor.
  */
-export function mergeWritten(query: FeedQuery, page: FeedSlice, written: readonly StoredEvent[]): FeedSlice | undefined {
+export function mergeWritten(query: FeedQuery, page: FeedSlice, written: readonly StoredEvent[], keepAtMost = query.limit): FeedSlice | undefined {
   if (query.after !== undefined) return undefined;
   const org = query.orgId.toLowerCase();
   const project = query.projectId.toLowerCase();
@@ -78,6 +80,6 @@ export function mergeWritten(query: FeedQuery, page: FeedSlice, written: readonl
     fresh.push(stored);
   }
   if (fresh.length === 0) return page;
-  const events = [...page.events, ...fresh].sort((a, b) => compareFeedOrder(b.position, a.position)).slice(0, query.limit);
+  const events = [...page.events, ...fresh].sort((a, b) => compareFeedOrder(b.position, a.position)).slice(0, Math.max(query.limit, keepAtMost));
   return events.length < query.limit && page.resumeAfter !== undefined ? { events, resumeAfter: page.resumeAfter } : { events };
 }

@@ -22,6 +22,8 @@ export interface GatewayMetrics {
   readonly tailStreams: Gauge<'state'>;
   /** Feed first pages served, by `source`: `memory` (kept, src/feed/first-page-cache.ts) or `store`. */
   readonly firstPages: Counter<'source'>;
+  /** Feed pages by cursor where first pages are kept, by `source`: `memory` (cut from the kept first page, src/feed/page-after-kept.ts) or `store`. */
+  readonly cursorPages: Counter<'source'>;
   /** 1 while the watch of the store's writes follows them (kept first pages are served), 0 while it is blind. */
   readonly firstPagesWatched: Gauge;
   /** Times the watch fell behind the store's writes while following them, each time serving no kept first page until it caught up. */
@@ -88,6 +90,12 @@ export function createGatewayMetrics(): GatewayMetrics {
     firstPages: new Counter({
       name: 'feed_first_pages_total',
       help: 'Feed first-page reads (no cursor), by where they were answered: memory (a kept page) or store (a read of its own, or one refreshing a written page that it waited for). A request that joins a read already in flight is not counted again.',
+      labelNames: ['source'],
+      registers,
+    }),
+    cursorPages: new Counter({
+      name: 'feed_cursor_pages_total',
+      help: 'Feed pages by cursor where first pages are kept, by where they were answered: memory (cut from the kept first page of the same query) or store.',
       labelNames: ['source'],
       registers,
     }),

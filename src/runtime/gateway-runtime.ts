@@ -65,7 +65,12 @@ function apiDependencies(
   return {
     verifier: createVerifier(config, logger),
     schemas: parts.schemas,
-    feed: createFeedService({ store: parts.store, cursors: createCursorCodec(cursorKey(config, logger)), firstPages: parts.firstPages }),
+    feed: createFeedService({
+      store: parts.store,
+      cursors: createCursorCodec(cursorKey(config, logger)),
+      firstPages: parts.firstPages,
+      cursorPageServed: (source) => parts.metrics.cursorPages.inc({ source }),
+    }),
     liveTail: createLiveTail({ store: parts.store, settings: config.liveTail, logger, metrics: parts.metrics, stored: parts.stored }),
     commands: perCommand<CommandHandler>((entry) =>
       createCommandHandler<CommandEntry>(entry, {

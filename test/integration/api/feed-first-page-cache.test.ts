@@ -92,6 +92,42 @@ describe('feed first pages kept in memory [clickhouse-server]', function () {
       expect(await firstPage(gw, tenant), 'read again after its own write: every event').to.have.length(6);
     });
 
+    it('cuts the second page from the kept first page, the same events as a gateway that keeps none reads, and reads the third', async () => {
+      const tenant = gw.tenant();
+      await gw.seed(eventSeries(7, { org_id: tenant.orgId, project_id: tenant.projectId }));
+      const walk = async (at: TestGateway, headers: Record<string, string>) => {
+        const pages: CanonicalEventPageResponse[] = [];
+        let query = '?limit=2';
+        for (let n = 0; n < 4; n += 1) {
+          const res = await at.call<CanonicalEventPageResponse>('GET', `/projects/${tenant.projectId}/events${query}`, { headers });
+          expect(res.status).to.equal(200);
+          pages.push(res.body);
+          if (res.body.meta.next_cursor === null) break;
+          query = `?limit=2&cursor=${encodeURIComponent(res.body.meta.next_cursor)}`;
+        }
+        return pages;
+      };
+      const cursorPages = async () => [await metric(gw, 'feed_cursor_pages_total', { source: 'memory' }), await metric(gw, 'feed_cursor_pages_total', { source: 'store' })];
+      const before = await cursorPages();
+      const kept = await walk(gw, await tenant.headers());
+      const after = await cursorPages();
+      expect([after[0]! - before[0]!, after[1]! - before[1]!], 'the second page from memory; the third and fourth from the store').to.deep.equal([1, 2]);
+      // A gateway on the same database that keeps no first page: every page read from the store.
+      const plain = await startTestGateway({
+        ...storeEnvironment('clickhouse-server', url),
+        CLICKHOUSE_DATABASE: gw.config.clickhouse!.database,
+        AUTH_JWT_SECRET: gw.secret,
+        FEED_FIRST_PAGE_MAX_AGE_MS: '0',
+      });
+      try {
+        // Cursors are sealed with each gateway's own secret: the same pages, told apart only by them.
+        const shown = (pages: CanonicalEventPageResponse[]) => pages.map((p) => ({ data: p.data, count: p.meta.count, has_more: p.meta.has_more }));
+        expect(shown(kept)).to.deep.equal(shown(await walk(plain, await tenant.headers())));
+      } finally {
+        await plain.close();
+      }
+    });
+
     it('keeps the pages of one project id in two organizations apart', async () => {
       const a = gw.tenant();
       const other = gw.tenant();

@@ -1,38 +1,46 @@
 import { expect } from 'chai';
 import { createCursorCodec } from '../../../src/feed/cursor.js';
-import { createFeedService, type FeedRequest } from '../../../src/feed/feed-service.js';
+import { createFeedService, type FeedPage, type FeedRequest } from '../../../src/feed/feed-service.js';
 import { createFirstPageCache, dropPagesOnWrites, MAX_REFRESHES_IN_FLIGHT, type FirstPageCache, type FirstPageCacheOptions, type PageOwner } from '../../../src/feed/first-page-cache.js';
 import { createStoredBatches } from '../../../src/feed/stored-batches.js';
-import type { EventStore, FeedQuery, FeedSlice } from '../../../src/store/event-store.js';
+import { compareFeedOrder } from '../../../src/feed/first-page-merge.js';
+import type { EventStore, FeedQuery, FeedSlice, StoredEvent } from '../../../src/store/event-store.js';
 import { storableEvent } from '../../../src/store/event-rows.js';
 import { canonicalEvent, uuid } from '../../support/factories.js';
 
 /**
- * A store holding events per organization and project, as `insertEvents` gives them,
- * counting the feed reads it answers. A read may be held open until released.
+ * A store holding events per organization and project, as `insertEvents` gives them, each
+ * at an instant of its own in the order written, counting the feed reads it answers and
+ * reading them newest first from a cursor's position. A read may be held open until released.
  */
 function memoryStore() {
-  const events = new Map<string, ReturnType<typeof canonicalEvent>[]>();
+  const events = new Map<string, StoredEvent[]>();
   const reads: FeedQuery[] = [];
   let gate: Promise<void> | undefined;
+  let written = 0;
   const key = (org: string, project: string) => `${org}/${project}`;
   const store = {
     async listEvents(query: FeedQuery): Promise<FeedSlice> {
       reads.push(query);
-      const held = [...(events.get(key(query.orgId, query.projectId)) ?? [])];
+      const held = [...(events.get(key(query.orgId, query.projectId)) ?? [])].reverse();
       await gate;
-      return { events: held.reverse().slice(0, query.limit).map((event) => ({ event, position: { occurredAt: '2026-01-01 00:00:00.000000', id: event.id } })) };
+      const { after } = query;
+      return { events: held.filter((e) => after === undefined || compareFeedOrder(e.position, after) < 0).slice(0, query.limit) };
     },
     async insertEvents(stored: readonly ReturnType<typeof storableEvent>[]) {
       for (const s of stored) {
         const k = key(s.event.org_id, s.event.project_id);
-        events.set(k, [...(events.get(k) ?? []), s.event]);
+        written += 1;
+        const position = { occurredAt: `2026-01-01 00:00:00.${String(written).padStart(6, '0')}`, id: s.event.id };
+        events.set(k, [...(events.get(k) ?? []), { event: s.event, position }]);
       }
     },
   } as unknown as EventStore;
   return {
     store,
     reads,
+    /** Every event written, oldest first, as the store reads it back. */
+    written: () => [...events.values()].flat().sort((a, b) => compareFeedOrder(a.position, b.position)),
     hold(): () => void {
       let release!: () => void;
       gate = new Promise<void>((resolve) => (release = resolve));
@@ -55,7 +63,7 @@ describe('first page cache', () => {
   const setup = (maxAgeMs: number) => {
     clock = 1_000_000;
     const memory = memoryStore();
-    const firstPages = createFirstPageCache<FeedSlice>({ maxAgeMs, now: () => clock });
+    const firstPages = createFirstPageCache<FeedSlice, StoredEvent>({ maxAgeMs, now: () => clock });
     const stored = createStoredBatches();
     dropPagesOnWrites(stored, firstPages);
     const store = stored.observe(memory.store);
@@ -176,7 +184,7 @@ describe('first page cache', () => {
     expect(ids(await feed.listEvents(page(org, project)))).to.have.length(1);
   });
 
-  it('keeps pages apart by organization, project, filters and page size, and never keeps a page by cursor', async () => {
+  it('keeps pages apart by organization, project, filters and page size', async () => {
     const { memory, feed, write } = setup(60_000);
     const [orgA, orgB, project] = [uuid(), uuid(), uuid()];
     // The same project id in two organizations.
@@ -196,9 +204,89 @@ describe('first page cache', () => {
     const one = await feed.listEvents(page(orgB, project, { limit: 1 }));
     expect(memory.reads).to.have.length(5);
     const cursor = one.meta.next_cursor!;
-    await feed.listEvents(page(orgB, project, { limit: 1, cursor }));
-    await feed.listEvents(page(orgB, project, { limit: 1, cursor }));
-    expect(memory.reads, 'pages by cursor are read every time').to.have.length(7);
+    const next = await feed.listEvents(page(orgB, project, { limit: 1, cursor }));
+    expect(ids(next), "the page after B's kept first page, cut from it (below)").to.deep.equal(ids(b).slice(1));
+    expect(memory.reads).to.have.length(5);
+  });
+
+  describe('the page after a kept first page', () => {
+    /** `count` events written to one project by another process, and a feed that counts where its pages by cursor came from. */
+    const project = async (count: number, maxAgeMs = 60_000) => {
+      const parts = setup(maxAgeMs);
+      const served: string[] = [];
+      const feed = createFeedService({ store: parts.memory.store, cursors, firstPages: parts.firstPages, cursorPageServed: (source) => served.push(source) });
+      const [org, id] = [uuid(), uuid()];
+      for (let n = 0; n < count; n += 1) await parts.elsewhere(org, id);
+      const ask = (overrides: Partial<FeedRequest> = {}) => feed.listEvents(page(org, id, { limit: 2, ...overrides }));
+      return { ...parts, feed, org, id, served, ask };
+    };
+    const walk = async (ask: (overrides: Partial<FeedRequest>) => Promise<FeedPage>) => {
+      const pages: string[][] = [];
+      let cursor: string | undefined;
+      do {
+        const next = await ask({ cursor });
+        pages.push(ids(next));
+        cursor = next.meta.next_cursor ?? undefined;
+      } while (cursor !== undefined);
+      return pages;
+    };
+
+    it('cuts the second page from the kept first page, read two pages deep, and reads the third from the store', async () => {
+      const { memory, ask, served, org, id } = await project(7);
+      const first = await ask();
+      expect(memory.reads.map((q) => q.limit), 'a first page of 2 read 5 deep').to.deep.equal([5]);
+      const second = await ask({ cursor: first.meta.next_cursor! });
+      expect(memory.reads, 'the second page from memory').to.have.length(1);
+      expect(second.meta).to.include({ count: 2, has_more: true });
+      const third = await ask({ cursor: second.meta.next_cursor! });
+      await ask({ cursor: second.meta.next_cursor! });
+      expect(memory.reads.map((q) => q.limit), 'the third page read, every time: a page by cursor is never kept of its own').to.deep.equal([5, 3, 3]);
+      expect(served).to.deep.equal(['memory', 'store', 'store']);
+      // The same walk with nothing kept: every page read from the store, the same events.
+      const plain = createFeedService({ store: memory.store, cursors });
+      expect([ids(first), ids(second), ids(third)]).to.deep.equal((await walk((o) => plain.listEvents(page(org, id, { limit: 2, ...o })))).slice(0, 3));
+    });
+
+    it('cuts the rest of a range the kept page held whole, with no page after it', async () => {
+      const { memory, ask } = await project(3);
+      const first = await ask();
+      const second = await ask({ cursor: first.meta.next_cursor! });
+      expect(memory.reads).to.have.length(1);
+      expect(second.meta).to.include({ count: 1, has_more: false, next_cursor: null });
+    });
+
+    it('still cuts a page by a cursor given out before a page of events was written above it, brought up to date', async () => {
+      const { memory, firstPages, ask, org, id, elsewhere } = await project(6);
+      const first = await ask();
+      const before = memory.reads.length;
+      await elsewhere(org, id);
+      await elsewhere(org, id);
+      firstPages.written({ orgId: org, projectId: id }, memory.written().slice(-2));
+      const second = await ask({ cursor: first.meta.next_cursor! });
+      expect(memory.reads.length - before, 'from memory').to.equal(0);
+      expect(ids(second), 'the events after the cursor, as before the writes').to.deep.equal(memory.written().slice(0, 6).reverse().slice(2, 4).map((e) => e.event.id));
+    });
+
+    it('counts the kept page as asked, read again ahead of its expiry, only when a page is cut from it', async () => {
+      const { memory, ask } = await project(7, 1000);
+      const first = await ask();
+      const second = await ask({ cursor: first.meta.next_cursor! });
+      // In the last quarter of the kept page's age.
+      clock += 800;
+      await ask({ cursor: second.meta.next_cursor! });
+      expect(memory.reads.map((q) => q.limit), 'a third page read from the store reads nothing else').to.deep.equal([5, 3]);
+      await ask({ cursor: first.meta.next_cursor! });
+      expect(memory.reads.map((q) => q.limit), 'a second page cut from the kept page reads it again ahead of its expiry').to.deep.equal([5, 3, 5]);
+    });
+
+    it('reads a page by cursor from the store where no first page may be served', async () => {
+      const { memory, ask, served } = await project(6, 1000);
+      const first = await ask();
+      clock += 1000;
+      await ask({ cursor: first.meta.next_cursor! });
+      expect(memory.reads, 'the kept page expired').to.have.length(2);
+      expect(served).to.deep.equal(['store']);
+    });
   });
 
   it('reads the store for every page when maxAgeMs is 0', async () => {
@@ -221,6 +309,51 @@ describe('first page cache', () => {
     await cache.read(owner, 'c', run);
     await cache.read(owner, 'a', run);
     expect(runs, "'a' was dropped, 'c' kept").to.equal(4);
+  });
+
+  it('holds pages weighing at most its weight together, the oldest dropped first, and none heavier alone', async () => {
+    clock = 0;
+    // Pages are numbers that weigh what they are.
+    const cache = createFirstPageCache<number>({ maxAgeMs: 1000, capacity: 100, weight: { of: (page) => page, atMost: 10 }, now: () => clock });
+    const owner = { orgId: uuid(), projectId: uuid() };
+    const weights: Record<string, number> = { a: 4, b: 4, c: 5, heavy: 11 };
+    const runs: string[] = [];
+    const ask = (key: string) => cache.read(owner, key, async () => (runs.push(key), weights[key]!));
+    for (const key of ['a', 'b', 'c']) await ask(key);
+    expect(cache.size, "'a' made way for 'c'").to.equal(2);
+    await ask('b');
+    await ask('c');
+    expect(runs, "'b' and 'c' from memory").to.deep.equal(['a', 'b', 'c']);
+    await ask('heavy');
+    await ask('heavy');
+    expect(runs.filter((key) => key === 'heavy'), 'a page over the whole weight is never kept').to.have.length(2);
+    expect(cache.size, 'and drops nothing to make room').to.equal(2);
+  });
+
+  it('keeps its weight through pages brought up to date, dropped and dropped all', async () => {
+    clock = 0;
+    const cache = createFirstPageCache<number, number>({ maxAgeMs: 1000, capacity: 100, weight: { of: (page) => page, atMost: 10 }, now: () => clock });
+    const [one, two] = [
+      { orgId: uuid(), projectId: uuid() },
+      { orgId: uuid(), projectId: uuid() },
+    ];
+    const runs: string[] = [];
+    const add = (page: number, written: readonly number[]) => written.reduce((sum, n) => sum + n, page);
+    const ask = (owner: PageOwner, key: string, weight: number) => cache.read(owner, key, async () => (runs.push(key), weight), add);
+    await ask(one, 'a', 3);
+    await ask(two, 'b', 3);
+    cache.written(one, [4]);
+    expect([cache.size, await ask(one, 'a', 0)], "'a' grown to 7: both held, at the weight").to.deep.equal([2, 7]);
+    cache.written(one, [1]);
+    expect(cache.size, "'a' grown past it: the oldest, 'a', made way").to.equal(1);
+    cache.invalidate(two);
+    await ask(one, 'c', 6);
+    await ask(one, 'd', 4);
+    expect(cache.size, "nothing left of 'b' after its drop: 'c' and 'd' fit").to.equal(2);
+    cache.invalidateAll();
+    await ask(one, 'e', 10);
+    await ask(one, 'e', 10);
+    expect(runs, "nothing left after dropping all: 'e' fits alone, from memory").to.deep.equal(['a', 'b', 'c', 'd', 'e']);
   });
 
   it('lets go of expired pages as reads come, not only at its capacity', async () => {
