@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
+import { KEPT_PAGES_HELD, KEPT_PAGES_READ } from '../../../src/feed/feed-service.js';
 import { compareFeedOrder, mergeWritten } from '../../../src/feed/first-page-merge.js';
 import { pageAfterKept } from '../../../src/feed/page-after-kept.js';
 import type { CanonicalEvent } from '../../../src/generated/schema-types.js';
@@ -135,7 +136,7 @@ describeOnEachStore('first pages brought up to date with what was written equal 
         const seen = eventsOf(seenSpecs, project, []);
         const written = eventsOf(writtenSpecs, project, seen);
         // Kept as the feed keeps first pages: read two pages deep, held to three once brought up to date (src/feed/feed-service.ts).
-        const kept: FeedQuery = { orgId: project.org_id, projectId: project.project_id, filters: f, after: undefined, limit: 2 * limit + 1 };
+        const kept: FeedQuery = { orgId: project.org_id, projectId: project.project_id, filters: f, after: undefined, limit: KEPT_PAGES_READ * limit + 1 };
         await store.insertEvents(seen.map(storableEvent));
         const from = await store.tailHorizon(0);
         const read = await store.listEvents(kept);
@@ -144,7 +145,7 @@ describeOnEachStore('first pages brought up to date with what was written equal 
         const cursor = read.events[limit - 1]!.position;
         if (written.length > 0) await store.insertEvents(written.map(storableEvent));
         const window = await store.writtenEvents(from, END_OF_TIME, 100_000);
-        const merged = mergeWritten(kept, read, window!, 3 * limit + 1)!;
+        const merged = mergeWritten(kept, read, window!, KEPT_PAGES_HELD * limit + 1)!;
         const page = pageAfterKept(merged, cursor, limit + 1, kept.limit);
         if (page === undefined) return;
         const fresh = await store.listEvents({ ...kept, after: cursor, limit: limit + 1 });

@@ -1,5 +1,6 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
+import { KEPT_PAGES_HELD, KEPT_PAGES_READ } from '../../../src/feed/feed-service.js';
 import { compareFeedOrder, mergeWritten } from '../../../src/feed/first-page-merge.js';
 import { pageAfterKept } from '../../../src/feed/page-after-kept.js';
 import type { FeedPosition, FeedQuery, FeedSlice, StoredEvent } from '../../../src/store/event-store.js';
@@ -32,13 +33,13 @@ const keptCase = fc
     cursor: position,
   })
   .map(({ limit, older, newer, stoppedAt, cursor }) => {
-    const readLimit = 2 * limit + 1;
+    const readLimit = KEPT_PAGES_READ * limit + 1;
     const query: FeedQuery = { orgId: ORG, projectId: PROJECT, filters: {}, after: undefined, limit: readLimit };
     const above = newestFirst(older.map(at)).filter((e) => stoppedAt === undefined || compareFeedOrder(e.position, stoppedAt) > 0);
     // A read stops at its bound on work only short of its limit.
     const read: FeedSlice = stoppedAt !== undefined && above.length < readLimit ? { events: above, resumeAfter: stoppedAt } : { events: newestFirst(older.map(at)).slice(0, readLimit) };
     const written = newer.map(at);
-    const kept = mergeWritten(query, read, written, 3 * limit + 1)!;
+    const kept = mergeWritten(query, read, written, KEPT_PAGES_HELD * limit + 1)!;
     // Copies are one event, as the store's fold has them.
     const history = distinct([...older, ...newer]).map(at);
     return { limit, readLimit, read, kept, history, cursor };
