@@ -17,7 +17,8 @@ export interface CoreApiErrorInit {
 /**
  * A non-2xx answer of the gateway (or, rarely, a 2xx whose body is not what the operation
  * answers). The envelope carries no machine-readable code (the
- * spec leaves codes out), so callers branch on `status`, and on `fields` for a 400.
+ * spec leaves codes out), so callers branch on `status`, and on `fields` for a 400 (or a
+ * 401 naming a repeated credential header).
  */
 export class CoreApiError extends Error {
   override readonly name = 'CoreApiError';
@@ -27,7 +28,7 @@ export class CoreApiError extends Error {
   readonly envelope: ErrorEnvelope | undefined;
   /** The envelope's `message` when it is a sentence; for a validation failure, a summary of `fields`. */
   readonly errorMessage: string | undefined;
-  /** Field → what is wrong with it, when the envelope's `message` is the object form (a 400 listing bad fields). */
+  /** Field → what is wrong with it, when the envelope's `message` is the object form (a 400 listing bad fields, a 401 naming a repeated header). */
   readonly fields: Readonly<Record<string, string>> | undefined;
   readonly detail: string | undefined;
   /** The answer's X-Request-Id, or the one this call sent when the answer has none: what to quote to the gateway's operators. */

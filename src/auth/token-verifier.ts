@@ -47,6 +47,8 @@ export interface TokenVerifier {
   verify(token: string): Promise<Principal>;
   /** The caller of a token verified recently and still valid, without any key operation; undefined otherwise. */
   cached(token: string): Principal | undefined;
+  /** Whether this verifier verified the token before and it has not expired since: a known caller's, though it is verified again in full. */
+  vouched(token: string): boolean;
 }
 
 const ASYMMETRIC = ['RS256', 'RS384', 'RS512', 'PS256', 'PS384', 'PS512', 'ES256', 'ES384', 'ES512', 'EdDSA', 'Ed25519'];
@@ -167,6 +169,9 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
     cached(token) {
       return cache?.get(token);
     },
+    vouched(token) {
+      return cache?.vouched(token) ?? false;
+    },
     async verify(token) {
       const cached = cache?.get(token);
       if (cached !== undefined) return cached;
@@ -183,6 +188,8 @@ export function createTokenVerifier(options: TokenVerifierOptions): TokenVerifie
         cache?.set(token, principal, payload.exp! * 1000 + toleranceMs);
         return principal;
       } catch (error) {
+        // A token vouched for until now (verified before, past the cache's age) stops being vouched for.
+        cache?.forget(token);
         throw toAuthError(error);
       }
     },

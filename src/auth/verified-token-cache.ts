@@ -10,11 +10,20 @@ import type { Principal } from './principal.js';
  * Only successes are stored: a refused token is checked again every time. An entry ends
  * when the token would stop verifying (its exp plus the clock tolerance) or after
  * `maxAgeMs`, whichever is first, so a key withdrawn from a JWKS stops working for cached
- * tokens at most `maxAgeMs` after it would have for uncached ones. The oldest entry makes
- * room for a new one once `maxEntries` are held, so the memory is bounded.
+ * tokens at most `maxAgeMs` after it would have for uncached ones. Past `maxAgeMs` the
+ * entry still vouches for its token until that validity ends: a token this process has
+ * verified is a caller's, not a forger's, and the failure guard (src/http/auth-failure-guard.ts)
+ * lets it through to a full verification where it refuses unknown tokens, so a client
+ * that floods forged tokens from a shared address does not lock out the callers already
+ * working beside it. The oldest entry makes room for a new one once `maxEntries` are held,
+ * so the memory is bounded.
  */
 export interface VerifiedTokenCache {
   get(token: string): Principal | undefined;
+  /** Whether the token verified here before and has not reached its validity's end, whatever the max age. */
+  vouched(token: string): boolean;
+  /** Forgets the token: a full verification of it failed (its key withdrawn, say), so it vouches for nothing. */
+  forget(token: string): void;
   /** Remembers a verified token; `validUntilMs` is when a verifier would first refuse it (epoch ms). */
   set(token: string, principal: Principal, validUntilMs: number): void;
   readonly size: number;
@@ -29,7 +38,10 @@ export interface VerifiedTokenCacheOptions {
 
 interface Entry {
   readonly principal: Principal;
+  /** Served until then: the earlier of its validity's end and the max age. */
   readonly untilMs: number;
+  /** Vouched for until then. */
+  readonly validUntilMs: number;
 }
 
 export function createVerifiedTokenCache(options: VerifiedTokenCacheOptions): VerifiedTokenCache {
@@ -39,11 +51,22 @@ export function createVerifiedTokenCache(options: VerifiedTokenCacheOptions): Ve
     get(token) {
       const entry = entries.get(token);
       if (entry === undefined) return undefined;
-      if (options.now() >= entry.untilMs) {
-        entries.delete(token);
+      const now = options.now();
+      if (now >= entry.untilMs) {
+        if (now >= entry.validUntilMs) entries.delete(token);
         return undefined;
       }
       return entry.principal;
+    },
+    forget(token) {
+      entries.delete(token);
+    },
+    vouched(token) {
+      const entry = entries.get(token);
+      if (entry === undefined) return false;
+      if (options.now() < entry.validUntilMs) return true;
+      entries.delete(token);
+      return false;
     },
     set(token, principal, validUntilMs) {
       if (options.maxEntries <= 0) return;
@@ -56,7 +79,7 @@ export function createVerifiedTokenCache(options: VerifiedTokenCacheOptions): Ve
         if (oldest.done === true) break;
         entries.delete(oldest.value);
       }
-      entries.set(token, { principal, untilMs });
+      entries.set(token, { principal, untilMs, validUntilMs });
     },
     get size() {
       return entries.size;

@@ -1,6 +1,15 @@
 import type { CanonicalEvent } from '../generated/schema-types.js';
+import { MAX_JSON_DEPTH } from '../json/bounded-json.js';
 import type { SchemaId, SchemaTypes } from '../schemas/schema-files.js';
 import type { CommandContext } from './command-context.js';
+
+/**
+ * How deep a command's request body may nest. Every command message carries its body one
+ * level down (a member of the message), and the consumer, like any reader of the topic
+ * contract, refuses a message nested deeper than MAX_JSON_DEPTH: a body of MAX_JSON_DEPTH
+ * levels was answered 2xx and its command dead-lettered, its event never on the feed.
+ */
+export const COMMAND_BODY_MAX_DEPTH = MAX_JSON_DEPTH - 1;
 
 /** A command's validated request: path parameters (lower-cased), body and Idempotency-Key. */
 export interface CommandInput<Path = unknown, Body = unknown> {

@@ -78,7 +78,7 @@ export interface EdgePolicyPatch {
 }
 
 /**
- * Any JSON value inside an edge policy patch, bounded at every depth so that a patch stays a policy and never carries a blob: member names of at most 128 characters, strings of at most 4096, at most 256 members per object and 1024 items per array. Nesting is bounded for every request body (32 levels), and the whole body to 64 KiB.
+ * Any JSON value inside an edge policy patch, bounded at every depth so that a patch stays a policy and never carries a blob: member names of at most 128 characters, strings of at most 4096, at most 256 members per object and 1024 items per array. Nesting is bounded for every command body (31 levels, so that the command message that carries it one level down nests at most 32), and the whole body to 64 KiB.
  *
  * @maxItems 1024
  */
@@ -92,7 +92,7 @@ export type EdgePolicyValue =
   | boolean
   | null;
 /**
- * Any JSON value inside an edge policy patch, bounded at every depth so that a patch stays a policy and never carries a blob: member names of at most 128 characters, strings of at most 4096, at most 256 members per object and 1024 items per array. Nesting is bounded for every request body (32 levels), and the whole body to 64 KiB.
+ * Any JSON value inside an edge policy patch, bounded at every depth so that a patch stays a policy and never carries a blob: member names of at most 128 characters, strings of at most 4096, at most 256 members per object and 1024 items per array. Nesting is bounded for every command body (31 levels, so that the command message that carries it one level down nests at most 32), and the whole body to 64 KiB.
  *
  * @maxItems 1024
  */

@@ -19,7 +19,9 @@ const SINGLE = ['authorization', 'org-id'] as const;
 /**
  * A credential header sent twice is refused whatever the order: Node keeps the first
  * Authorization and joins ORG-IDs, and a proxy in front may keep the last, so two readers
- * of one request could see two callers (RFC 6750, 3.1: invalid_request, 400).
+ * of one request could see two callers. It is a malformed Authorization or ORG-ID, which
+ * the decisions answer 401 (RFC 6750, 3.1 would say 400 `invalid_request`; the binding
+ * decisions name every malformed credential header a 401).
  */
 function refuseRepeated(rawHeaders: readonly string[]): void {
   const seen = new Set<string>();
@@ -31,12 +33,12 @@ function refuseRepeated(rawHeaders: readonly string[]): void {
     seen.add(name);
   }
   if (Object.keys(repeated).length > 0) {
-    throw new AppError('VALIDATION_FAILED', 'Bad request', { detail: 'A credential header is repeated.', fields: repeated });
+    throw new AppError('UNAUTHENTICATED', 'Unauthorized', { detail: 'A credential header is repeated.', fields: repeated });
   }
 }
 
 /**
- * 400 for a repeated credential header; 401 unless the request carries a valid bearer
+ * 401 for a repeated credential header, and unless the request carries a valid bearer
  * token and a well-formed ORG-ID; 429 while the client's failed authentications are
  * used up (src/http/auth-failure-guard.ts); 403 unless the token grants `permission`.
  */
@@ -49,8 +51,10 @@ export function authenticate(verifier: TokenVerifier, permission: Permission): M
     if (principal === undefined) {
       // Only a token that costs a key operation is limited and counted: a missing or
       // malformed header is refused for nothing, and refusing it here would only let one
-      // client behind a shared address use up the others' failures.
-      guard?.admit();
+      // client behind a shared address use up the others' failures. A token verified here
+      // before and not yet expired is a known caller's: it is let through to its full
+      // verification while the address's failures are used up.
+      if (!verifier.vouched(token)) guard?.admit();
       try {
         principal = await verifier.verify(token);
       } catch (error) {

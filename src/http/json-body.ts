@@ -1,11 +1,12 @@
 import bodyParser from 'koa-bodyparser';
 import type { Middleware } from 'koa';
 import { AppError } from '../errors/app-error.js';
-import { MAX_JSON_DEPTH, readBoundedJson } from '../json/bounded-json.js';
+import { readBoundedJson } from '../json/bounded-json.js';
 import { validationError } from '../schemas/schema-registry.js';
 
 export const BODY_LIMIT_BYTES = 64 * 1024;
-const JSON_TYPES = ['application/json', 'application/merge-patch+json'];
+/** The media types a body may be sent as; the OpenAPI document lists the same. */
+export const JSON_TYPES = ['application/json', 'application/merge-patch+json'] as const;
 // What the body reader (inflation) can undo; content codings are case-insensitive (RFC 9110 8.4.1).
 const CONTENT_ENCODINGS = new Set(['identity', 'gzip', 'deflate', 'br']);
 
@@ -42,15 +43,15 @@ function normalizeContentEncoding(headers: Record<string, string | string[] | un
 
 /**
  * A body's JSON value, or the envelope's error for a text the shared JSON rules refuse:
- * too deep or a number out of range is a body that fails validation, anything else is
- * malformed.
+ * too deep (past `maxDepth` levels) or a number out of range is a body that fails
+ * validation, anything else is malformed.
  */
-export function parseBodyJson(text: string): unknown {
-  const reading = readBoundedJson(text);
+export function parseBodyJson(text: string, maxDepth: number): unknown {
+  const reading = readBoundedJson(text, maxDepth);
   if (reading.ok) return reading.value;
   switch (reading.problem) {
     case 'too-deep':
-      return reject(validationError({ body: `must not nest arrays and objects deeper than ${MAX_JSON_DEPTH} levels` }));
+      return reject(validationError({ body: `must not nest arrays and objects deeper than ${maxDepth} levels` }));
     case 'number-out-of-range':
       return reject(validationError({ body: 'must not hold a number beyond the range of a double (about 1.8e308)' }));
     case 'proto-key':
@@ -71,10 +72,10 @@ function reject(error: AppError): never {
  * is read first and parsed by parseBodyJson, which refuses deep nesting before
  * parsing starts.
  */
-export function jsonBody(): Middleware {
+export function jsonBody(maxDepth: number): Middleware {
   const readText = bodyParser({
     enableTypes: ['text'],
-    extendTypes: { text: JSON_TYPES },
+    extendTypes: { text: [...JSON_TYPES] },
     textLimit: `${BODY_LIMIT_BYTES}b`,
     onerror: (error) => {
       throw error;
@@ -97,7 +98,7 @@ export function jsonBody(): Middleware {
     await readText(ctx, async () => {
       const text: unknown = ctx.request.body;
       // A chunked body of no bytes is no body, as a Content-Length of 0 is.
-      ctx.request.body = typeof text === 'string' && text !== '' ? parseBodyJson(text) : undefined;
+      ctx.request.body = typeof text === 'string' && text !== '' ? parseBodyJson(text, maxDepth) : undefined;
       await next();
     });
   };

@@ -17,14 +17,14 @@ export type JsonProblem = 'not-json' | 'too-deep' | 'proto-key' | 'number-out-of
 
 export type JsonReading = { readonly ok: true; readonly value: unknown } | { readonly ok: false; readonly problem: JsonProblem; readonly detail: string };
 
-const DETAILS: Readonly<Record<JsonProblem, string>> = {
+const DETAILS: Readonly<Record<Exclude<JsonProblem, 'too-deep'>, string>> = {
   'not-json': 'is not valid JSON',
-  'too-deep': `nests arrays and objects deeper than ${MAX_JSON_DEPTH} levels`,
   'proto-key': 'has a "__proto__" key',
   'number-out-of-range': 'holds a number beyond the range of a double (about 1.8e308)',
 };
 
-const refused = (problem: JsonProblem): JsonReading => ({ ok: false, problem, detail: DETAILS[problem] });
+const refused = (problem: Exclude<JsonProblem, 'too-deep'>): JsonReading => ({ ok: false, problem, detail: DETAILS[problem] });
+const tooDeep = (maxDepth: number): JsonReading => ({ ok: false, problem: 'too-deep', detail: `nests arrays and objects deeper than ${maxDepth} levels` });
 
 /** Whether the text nests arrays and objects deeper than `max`, counting only brackets outside strings. */
 export function nestsDeeperThan(text: string, max: number): boolean {
@@ -52,7 +52,7 @@ function openingsUpTo(text: string, limit: number): number {
 }
 
 /** The first `__proto__` key or number beyond a double in a parsed value; its depth is known to be bounded. */
-function problemIn(value: unknown): JsonProblem | undefined {
+function problemIn(value: unknown): 'proto-key' | 'number-out-of-range' | undefined {
   if (typeof value === 'number') return Number.isFinite(value) ? undefined : 'number-out-of-range';
   if (value === null || typeof value !== 'object') return undefined;
   if (Array.isArray(value)) {
@@ -80,8 +80,8 @@ function problemIn(value: unknown): JsonProblem | undefined {
  * ingest consumer about 7% of its CPU when every event was scanned. The parsed value is
  * then walked for `__proto__` keys and numbers beyond a double.
  */
-export function readBoundedJson(text: string): JsonReading {
-  if (openingsUpTo(text, MAX_JSON_DEPTH) > MAX_JSON_DEPTH && nestsDeeperThan(text, MAX_JSON_DEPTH)) return refused('too-deep');
+export function readBoundedJson(text: string, maxDepth: number = MAX_JSON_DEPTH): JsonReading {
+  if (openingsUpTo(text, maxDepth) > maxDepth && nestsDeeperThan(text, maxDepth)) return tooDeep(maxDepth);
   let value: unknown;
   try {
     value = JSON.parse(text);

@@ -1,6 +1,7 @@
 import { catalogue } from '../commands/catalogue.js';
 import type { CommandEntry } from '../commands/command-entry.js';
 import { IDEMPOTENCY_KEY } from '../commands/idempotency-key.js';
+import { JSON_TYPES } from '../http/json-body.js';
 import type { JsonObject, JsonValue } from '../json/json-value.js';
 import { CONTRACT_CONTACT, CONTRACT_VERSION, OPENAPI_LICENSE } from '../schemas/contract-info.js';
 import { componentRef as ref, referencedComponents, schemaComponent as component } from '../schemas/schema-components.js';
@@ -28,8 +29,8 @@ const envelope = (data: JsonValue): JsonObject => ({
 });
 
 const ERROR_MEANINGS: Record<number, string> = {
-  400: 'Invalid request, or a repeated Authorization or ORG-ID header: the message names each bad field.',
-  401: 'Missing or invalid credentials (bearer token or ORG-ID).',
+  400: 'Invalid request: the message names each bad field.',
+  401: 'Missing, invalid or repeated credentials (bearer token or ORG-ID); a repeated header is named in the message.',
   403: 'The token does not allow this organization or operation.',
   413: 'Body over 64 KiB.',
   415: 'Body is not JSON.',
@@ -80,7 +81,8 @@ function commandPath(entry: CommandEntry): [string, JsonObject] {
     summary: entry.docs.summary,
     description: `Needs the ${entry.permission} permission. Answers once Kafka acknowledged the command.`,
     parameters: [...parameters(entry.schemas.path, 'path'), ...idempotent, traceparent],
-    requestBody: { required: 'refusal' in entry.http.absentBody, ...json(ref(entry.schemas.request)) },
+    // Every media type the body reader takes, each with the request's schema.
+    requestBody: { required: 'refusal' in entry.http.absentBody, content: Object.fromEntries(JSON_TYPES.map((type) => [type, { schema: ref(entry.schemas.request) }])) },
     responses: {
       [String(entry.http.status)]: { description: entry.docs.accepted, ...json(envelope(ref(entry.schemas.accepted))) },
       ...errors(400, 401, 403, 413, 415, ...(entry.idempotency === undefined ? [] : [422]), 500, 503),

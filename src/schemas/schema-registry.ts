@@ -47,6 +47,28 @@ function createAjv(coerceTypes: boolean): Ajv {
   return ajv;
 }
 
+/**
+ * AJV's coercion turns any string JavaScript's Number() reads into a number: " ", "0x1F",
+ * "1e2", "\t5". A query or path integer is written in decimal digits, so anything else is
+ * refused before coercion, as "must be integer" like any other value of the wrong type.
+ */
+const DECIMAL_INTEGER = /^-?[0-9]+$/;
+
+/** The top-level members a schema types as integers, read from the schema itself. */
+function integerMembers(schema: unknown): readonly string[] {
+  const properties = (schema as { properties?: Record<string, { type?: unknown }> }).properties ?? {};
+  return Object.entries(properties)
+    .filter(([, member]) => member.type === 'integer')
+    .map(([name]) => name);
+}
+
+/** The members typed as integers whose value is text but not decimal digits. */
+function notDecimal(value: unknown, members: readonly string[]): readonly string[] {
+  if (typeof value !== 'object' || value === null) return [];
+  const record = value as Record<string, unknown>;
+  return members.filter((name) => typeof record[name] === 'string' && !DECIMAL_INTEGER.test(record[name]));
+}
+
 function fieldName(error: ErrorObject, location: ValueLocation): string {
   const path = error.instancePath.split('/').slice(1).map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'));
   if (error.keyword === 'required') path.push(String(error.params['missingProperty']));
@@ -75,6 +97,8 @@ export function toFieldErrors(errors: readonly ErrorObject[], location: ValueLoc
   return fields;
 }
 
+const isCoerced = (location: ValueLocation): boolean => location === 'query' || location === 'path' || location === 'header';
+
 /**
  * Compiles every schema once. Query strings go through a coercing instance, since every
  * query value arrives as a string; bodies and Kafka messages are validated without coercion.
@@ -83,9 +107,12 @@ export function createSchemaRegistry(): SchemaRegistry {
   const strict = createAjv(false);
   const coercing = createAjv(true);
   const compiled = new Map<string, ValidateFunction>();
+  const integers = new Map<SchemaId, readonly string[]>(
+    (Object.entries(schemasById) as [SchemaId, unknown][]).map(([id, schema]) => [id, integerMembers(schema)]),
+  );
 
   function validator(id: SchemaId, location: ValueLocation): ValidateFunction {
-    const coerce = location === 'query' || location === 'path' || location === 'header';
+    const coerce = isCoerced(location);
     const key = `${coerce ? 'c' : 's'}:${id}`;
     let fn = compiled.get(key);
     if (fn === undefined) {
@@ -107,6 +134,13 @@ export function createSchemaRegistry(): SchemaRegistry {
   return {
     check(id, value, location = 'message') {
       const fn = validator(id, location);
+      const bad = isCoerced(location) ? notDecimal(value, integers.get(id) ?? []) : [];
+      if (bad.length > 0) {
+        // The rest is validated as usual, so that every bad member is named at once.
+        const rest = Object.fromEntries(Object.entries(value as Record<string, unknown>).filter(([name]) => !bad.includes(name)));
+        const others = fn(rest) ? {} : toFieldErrors(fn.errors ?? [], location);
+        return { ok: false, fields: { ...others, ...Object.fromEntries(bad.map((name) => [`${location}.${name}`, 'must be integer'])) } };
+      }
       if (fn(value)) return { ok: true, value: value as SchemaTypes[typeof id] };
       return { ok: false, fields: toFieldErrors(fn.errors ?? [], location) };
     },

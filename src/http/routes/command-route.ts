@@ -2,7 +2,7 @@ import type Router from '@koa/router';
 import type { Middleware } from 'koa';
 import type { TokenVerifier } from '../../auth/token-verifier.js';
 import type { CatalogueEntry } from '../../commands/catalogue.js';
-import { pathParameters } from '../../commands/command-entry.js';
+import { COMMAND_BODY_MAX_DEPTH, pathParameters } from '../../commands/command-entry.js';
 import type { CommandHandler } from '../../commands/command-handler.js';
 import { parseIdempotencyKey } from '../../commands/idempotency-key.js';
 import { allValid, type CheckResult, type SchemaRegistry } from '../../schemas/schema-registry.js';
@@ -24,7 +24,7 @@ export function registerCommandRoute(
 ): void {
   const parameters = pathParameters(entry);
   const { absentBody } = entry.http;
-  router[entry.http.method](entry.http.path, authenticate(deps.verifier, entry.permission), deps.rateLimit, jsonBody(), async (ctx) => {
+  router[entry.http.method](entry.http.path, authenticate(deps.verifier, entry.permission), deps.rateLimit, jsonBody(COMMAND_BODY_MAX_DEPTH), async (ctx) => {
     const sent: unknown = ctx.request.body;
     const [path, , body] = allValid(
       deps.schemas.check(entry.schemas.path, { ...ctx.params }, 'path'),

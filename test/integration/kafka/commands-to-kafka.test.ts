@@ -1,4 +1,5 @@
 import { expect } from 'chai';
+import { COMMAND_BODY_MAX_DEPTH } from '../../../src/commands/command-entry.js';
 import { commandEvent, type GatewayCommand } from '../../../src/commands/command-event.js';
 import type { CanonicalEvent, CanonicalEventPageResponse, EdgePolicyAccepted, EnrollmentAccepted } from '../../../src/generated/schema-types.js';
 import { createSchemaRegistry } from '../../../src/schemas/schema-registry.js';
@@ -102,6 +103,28 @@ describeOnEachStore('commands published to Kafka', function (suite) {
     const items = await feedEvents(gateway, tenant, `?fleet_id=${fleetId}`);
     expect(items).to.deep.equal([asFeedShows(commandEvent(value, undefined))]);
     expect(items[0]).to.deep.include({ domain: 'edge', entity: 'policy', action: 'update_queued', fleet_id: fleetId });
+  });
+
+  // A body the route took at 32 levels became a 33-level message, which the consumer dead-lettered: answered 2xx, never on the feed.
+  it('shows on the feed the event of the deepest body a command route takes, on either command', async () => {
+    const { gateway } = suite();
+    const tenant = gateway.tenant();
+    const fleetId = uuid();
+    const deviceId = uuid();
+    const deep = (depth: number): Record<string, unknown> => (depth <= 1 ? {} : { a: deep(depth - 1) });
+    const headers = await tenant.headers();
+    const patch = await gateway.call('PATCH', `/projects/${tenant.projectId}/fleets/${fleetId}/edge/policy`, { headers, body: deep(COMMAND_BODY_MAX_DEPTH) });
+    expect(patch.status).to.equal(200);
+    const enroll = await gateway.call('POST', `/projects/${tenant.projectId}/fleets/${fleetId}/devices/${deviceId}/enroll`, {
+      headers,
+      body: { display_name: 'Pump', meta: deep(COMMAND_BODY_MAX_DEPTH - 1) },
+    });
+    expect(enroll.status).to.equal(202);
+    const items = await waitFor('both events on the feed', async () => {
+      const found = await feedEvents(gateway, tenant, `?fleet_id=${fleetId}`);
+      return found.length === 2 ? found : undefined;
+    });
+    expect(items.map((e) => e.action).sort()).to.deep.equal(['queued', 'update_queued']);
   });
 
   it('keeps the commands of one device in order on one partition', async () => {

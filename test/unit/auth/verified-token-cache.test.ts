@@ -56,6 +56,22 @@ describe('verified token cache', () => {
       expect(again.subject).to.equal('u');
     });
 
+    // Found in review: past the cache's age a caller's own token met the failure guard again, and a flood of forged tokens from its address locked it out.
+    it('vouches for a token it verified past the cache max age, until exp, and never for a refused one', async () => {
+      const v = createTokenVerifier({ key: { kind: 'hs256', secret }, clockToleranceSeconds: 0, now: () => nowMs, cache: { maxEntries: 10, maxAgeMs: 1000 } });
+      const token = await sign({ exp: NOW_S + 60 });
+      const forged = `${token.slice(0, token.lastIndexOf('.'))}.${(await sign({ exp: NOW_S + 60 }, 'another-secret-of-at-least-32-bytes!')).split('.')[2]}`;
+      expect(v.vouched(token)).to.equal(false);
+      await v.verify(token);
+      await appErrorOf(v.verify(forged));
+      nowMs += 5000;
+      expect(v.cached(token), 'past the max age: verified again in full').to.equal(undefined);
+      expect(v.vouched(token)).to.equal(true);
+      expect(v.vouched(forged)).to.equal(false);
+      nowMs = (NOW_S + 60) * 1000;
+      expect(v.vouched(token), 'expired').to.equal(false);
+    });
+
     it('never caches a refused token: one not yet valid is accepted once its nbf has come, and a forged copy of a cached token is refused', async () => {
       const v = verifier();
       const early = await sign({ exp: NOW_S + 600, nbf: NOW_S + 60 });
@@ -106,7 +122,28 @@ describe('verified token cache', () => {
       expect(cache.get('long')?.subject).to.equal('long');
       now = 1500;
       expect(cache.get('long')).to.equal(undefined);
+      expect(cache.size, 'short ended with its validity; long still vouches for its token').to.equal(1);
+    });
+
+    it('vouches for a token past the max age until its validity ends, then forgets it', () => {
+      let now = 1000;
+      const cache = createVerifiedTokenCache({ maxEntries: 10, maxAgeMs: 500, now: () => now });
+      cache.set('t', principal('t'), 5000);
+      expect(cache.vouched('unknown')).to.equal(false);
+      now = 1500;
+      expect(cache.get('t')).to.equal(undefined);
+      expect(cache.vouched('t')).to.equal(true);
+      now = 5000;
+      expect(cache.vouched('t')).to.equal(false);
       expect(cache.size).to.equal(0);
+    });
+
+    it('vouches no more for a token forgotten after a failed verification', () => {
+      const cache = createVerifiedTokenCache({ maxEntries: 10, maxAgeMs: 500, now: () => 1000 });
+      cache.set('t', principal('t'), 5000);
+      cache.forget('t');
+      expect(cache.vouched('t')).to.equal(false);
+      expect(cache.get('t')).to.equal(undefined);
     });
 
     it('stores nothing with maxEntries 0', () => {

@@ -3,9 +3,9 @@ import { AppError } from '../../../src/errors/app-error.js';
 import { parseBodyJson } from '../../../src/http/json-body.js';
 import { MAX_JSON_DEPTH, nestsDeeperThan } from '../../../src/json/bounded-json.js';
 
-function refusal(text: string): AppError {
+function refusal(text: string, maxDepth = MAX_JSON_DEPTH): AppError {
   try {
-    parseBodyJson(text);
+    parseBodyJson(text, maxDepth);
   } catch (error) {
     if (error instanceof AppError) return error;
     throw error;
@@ -17,8 +17,10 @@ const nested = (depth: number) => `${'['.repeat(depth)}${']'.repeat(depth)}`;
 
 describe('request body JSON', () => {
   it('parses JSON up to the depth limit', () => {
-    expect(parseBodyJson('{"a":[1,{"b":null}],"c":"x"}')).to.deep.equal({ a: [1, { b: null }], c: 'x' });
-    expect(() => parseBodyJson(nested(MAX_JSON_DEPTH))).to.not.throw();
+    expect(parseBodyJson('{"a":[1,{"b":null}],"c":"x"}', MAX_JSON_DEPTH)).to.deep.equal({ a: [1, { b: null }], c: 'x' });
+    expect(() => parseBodyJson(nested(MAX_JSON_DEPTH), MAX_JSON_DEPTH)).to.not.throw();
+    expect(parseBodyJson(nested(4), 4)).to.deep.equal([[[[]]]]);
+    expect(refusal(nested(5), 4).fields).to.deep.equal({ body: 'must not nest arrays and objects deeper than 4 levels' });
   });
 
   it('refuses deeper nesting as a body validation failure, however deep', () => {
@@ -48,7 +50,7 @@ describe('request body JSON', () => {
       expect(error.code, text).to.equal('VALIDATION_FAILED');
       expect(error.fields).to.have.key('body');
     }
-    expect(parseBodyJson('[1e-400, 1.7976931348623157e308]')).to.deep.equal([0, 1.7976931348623157e308]);
+    expect(parseBodyJson('[1e-400, 1.7976931348623157e308]', MAX_JSON_DEPTH)).to.deep.equal([0, 1.7976931348623157e308]);
   });
 
   it('calls anything that is not JSON malformed', () => {

@@ -10,6 +10,21 @@ describe('schema registry', () => {
     expect(schemas.check('enrollment-request.schema.json', { display_name: 5 }, 'body').ok).to.equal(false);
   });
 
+  // AJV alone coerces whatever Number() reads: limit=%20 was a page of 1, limit=0x1F a page of 31.
+  it('takes a query integer only in decimal digits', () => {
+    for (const good of ['0', '-3', '200', '00050', '99999999999999999999']) {
+      expect(schemas.check('events-query.schema.json', { limit: good }, 'query').ok, good).to.equal(true);
+    }
+    for (const bad of [' ', '', '0x1F', '1e2', '\t5', '5 ', '+5', '1.0', '1_000', 'Infinity']) {
+      expect(schemas.check('events-query.schema.json', { limit: bad }, 'query'), JSON.stringify(bad)).to.deep.equal({ ok: false, fields: { 'query.limit': 'must be integer' } });
+    }
+    expect(schemas.check('events-query.schema.json', { limit: 5 }, 'body').ok).to.equal(true);
+    expect(schemas.check('events-query.schema.json', { limit: '0x1F', foo: '1', device_id: 'nope' }, 'query'), 'every bad member named at once').to.deep.equal({
+      ok: false,
+      fields: { 'query.limit': 'must be integer', 'query.foo': 'is not allowed', 'query.device_id': 'must match format "uuid"' },
+    });
+  });
+
   it('names fields by location and path', () => {
     const result = schemas.check('enrollment-request.schema.json', { meta: 1, x: 2 }, 'body');
     expect(result).to.deep.equal({ ok: false, fields: { 'body.meta': 'must be object', 'body.x': 'is not allowed' } });

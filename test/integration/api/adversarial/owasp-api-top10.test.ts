@@ -52,22 +52,23 @@ describeInEveryKeyMode('OWASP API Top 10 probes', (mg: () => ModeGateway) => {
   });
 
   describe('API2:2023 broken authentication', () => {
-    it('refuses two Authorization headers with 400, whichever comes first', async () => {
+    it('refuses two Authorization headers with 401, whichever comes first', async () => {
       const org = uuid();
       const good = bearer(await mg().token(org));
       for (const pair of [[good, 'Bearer garbage'], ['Bearer garbage', good], [good, good]]) {
         const answer = await send(mg().gateway, 'GET', `/projects/${uuid()}/events`, { headers: { authorization: pair, 'org-id': org } });
-        expectRefusal(answer, 400, /repeated/);
+        expectRefusal(answer, 401, /repeated/);
+        expect(answer.headers['www-authenticate']).to.match(/^Bearer /);
         expect(answer.body?.message).to.deep.include({ 'header.authorization': 'must be sent once' });
       }
     });
 
-    it('refuses two ORG-ID headers with 400, whichever comes first', async () => {
+    it('refuses two ORG-ID headers with 401, whichever comes first', async () => {
       const org = uuid();
       const token = bearer(await mg().token(org));
       for (const pair of [[org, uuid()], [uuid(), org], [org, org]]) {
         const answer = await send(mg().gateway, 'GET', `/projects/${uuid()}/events`, { headers: { authorization: token, 'org-id': pair } });
-        expectRefusal(answer, 400, /repeated/);
+        expectRefusal(answer, 401, /repeated/);
         expect(answer.body?.message).to.deep.include({ 'header.org-id': 'must be sent once' });
       }
     });
