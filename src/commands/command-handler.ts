@@ -4,7 +4,7 @@ import type { GatewayCommand } from './catalogue.js';
 import { commandHeaders, type CommandEnvironment } from './command-context.js';
 import { pathParameters, type CommandEntry, type CommandInput } from './command-entry.js';
 import { nameBasedUuid } from './command-event.js';
-import type { CommandPublisher, PublishRequest } from './command-publisher.js';
+import type { CommandPublisher, PublishAck, PublishRequest } from './command-publisher.js';
 import { fingerprint } from './fingerprint.js';
 import type { IdempotencyEntry, IdempotencyKeyRef, IdempotencyStore } from './idempotency-store.js';
 
@@ -161,7 +161,11 @@ export function createCommandHandler<E extends CommandEntry>(entry: E, deps: Com
     const accepted = JSON.parse(held.record) as AcceptedCommand<Answer['response']>;
     // Acknowledged before: the command is on its topic, and a retry must not add a copy.
     if (held.ack !== undefined) return answerOf(accepted);
-    const ack = await deps.publisher.publish(accepted.publish);
+    // A send that lands after this request was answered 503 is recorded all the same: a
+    // retry with the key would otherwise publish the command a second time beside it.
+    const lateAck = (late: PublishAck) =>
+      void recordAck(deps.idempotency, { ref, digest, value: JSON.stringify(late), leaseEnds: Date.now() + deps.claimLeaseMs }, deps.onAckNotRecorded);
+    const ack = await deps.publisher.publish({ ...accepted.publish, onLateAck: lateAck });
     // Publishing another's lapsed claim, this request holds no lease that racers would
     // honour (they judge the claim by its own age), so one try at the record is enough.
     const lease = held.record === record ? leaseEnds : 0;

@@ -22,6 +22,11 @@ export interface PublishAck {
 export interface PublishRequest {
   /** The command; its canonical event is derived from it on the way into the store (command-event.ts). */
   readonly command: CommandMessage;
+  /**
+   * Hears that the command became durable after publish() had rejected for its time bound:
+   * a send already under way when the bound came, which the producer went on retrying.
+   */
+  readonly onLateAck?: (ack: PublishAck) => void;
 }
 
 /**

@@ -144,6 +144,8 @@ function createLane(options: KafkaCommandPublisherOptions, logger: Logger, maxSe
         await resetProducer();
         throw error;
       }
+      // Their callers were answered 503 while this send retried; the command is on its topic all the same.
+      for (const p of live) if (p.expired && p.ack !== undefined) p.request.onLateAck?.(p.ack);
       const seconds = Number(process.hrtime.bigint() - started) / 1e9;
       for (const topic of topics) options.metrics.produceDuration.observe({ topic }, seconds);
     },

@@ -1,5 +1,6 @@
 import type { IdempotencyEntry, IdempotencyKeyRef, IdempotencyStore } from '../commands/idempotency-store.js';
 import type { SqlTransport } from './sql-transport.js';
+import { storeNotSettled } from './store-errors.js';
 
 /**
  * An acknowledgement is a row of its own under the key: the table is append-only. Its
@@ -47,7 +48,7 @@ export function createClickHouseIdempotencyStore(transport: SqlTransport): Idemp
       if (existing !== undefined) return existing;
       await insert(ref, entry.fingerprint, entry.record);
       const first = await find(ref);
-      if (first === undefined) throw new Error('an idempotency record just saved is not found');
+      if (first === undefined) throw storeNotSettled('idempotency store', 'an Idempotency-Key claim', 'the record just saved is not found');
       return first;
     },
     acknowledge(ref, fingerprint, ack) {

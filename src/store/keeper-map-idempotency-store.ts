@@ -1,6 +1,6 @@
 import type { IdempotencyEntry, IdempotencyKeyRef, IdempotencyStore } from '../commands/idempotency-store.js';
 import type { SqlTransport } from './sql-transport.js';
-import { isKeeperFailure, isKeeperKeyTaken } from './store-errors.js';
+import { isKeeperFailure, isKeeperKeyTaken, storeNotSettled } from './store-errors.js';
 
 export interface KeeperMapIdempotencyOptions {
   /** How long a key's record holds, in seconds (default: a day, as the API promises). */
@@ -132,7 +132,7 @@ export function createKeeperMapIdempotencyStore(transport: SqlTransport, options
       }
       if (await insertIfAbsent(claim, entry)) return { ...entry, ageMs: 0 };
     }
-    throw new Error('an Idempotency-Key claim neither won nor found a record after 5 tries');
+    throw storeNotSettled('idempotency store', 'an Idempotency-Key claim', 'neither won nor found a record after 5 tries');
   }
 
   return {

@@ -90,6 +90,17 @@ function codeOf(error: unknown): { errno?: string; clickhouse?: number } {
   return { ...(errno ? { errno } : {}), ...(clickhouse !== undefined ? { clickhouse } : {}) };
 }
 
+/**
+ * The store answered, but not consistently yet: a write the read right after it does not
+ * see (a replica behind), a race lost more times than the caller tries. Nothing is wrong
+ * with the request, and a retry shortly after may succeed: 503, never a 500.
+ */
+export function storeNotSettled(store: string, operation: string, what: string): AppError {
+  return new AppError('UPSTREAM_UNAVAILABLE', `${store} not settled during ${operation}: ${what}`, {
+    detail: `The ${store} is temporarily unavailable; retry shortly.`,
+  });
+}
+
 export function toStoreError(error: unknown, operation: string): AppError {
   if (error instanceof AppError) return error;
   const { errno, clickhouse } = codeOf(error);

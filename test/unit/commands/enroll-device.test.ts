@@ -8,6 +8,8 @@ import type { IdempotencyEntry, IdempotencyStore } from '../../../src/commands/i
 import { AppError } from '../../../src/errors/app-error.js';
 import { createSchemaRegistry } from '../../../src/schemas/schema-registry.js';
 import { uuid } from '../../support/factories.js';
+import { appErrorOf } from '../../support/rejections.js';
+import { waitFor } from '../../support/wait-for.js';
 
 const schemas = createSchemaRegistry();
 
@@ -91,7 +93,8 @@ describe('command handler (the enrollment entry)', () => {
     const accepted = await enroll(req);
     expect(published).to.have.length(1);
     const { command } = published[0]!;
-    expect(Object.keys(published[0]!)).to.deep.equal(['command']);
+    // With an Idempotency-Key, the request also hears of a send that lands after its deadline.
+    expect(Object.keys(published[0]!)).to.deep.equal(['command', 'onLateAck']);
     expect(command).to.deep.include({ topic: 'enroll.topic', key: req.path.device_id, commandId: accepted.enrollment_id });
     expect(command.headers).to.deep.equal({
       'content-type': 'application/json',
@@ -117,7 +120,7 @@ describe('command handler (the enrollment entry)', () => {
     const second = await enroll(req);
     expect(second).to.deep.equal(first);
     expect(published).to.have.length(2);
-    expect(published[1]).to.deep.equal(published[0]);
+    expect(published[1]!.command).to.deep.equal(published[0]!.command);
   });
 
   it('lets a retry deliver a command whose first publish failed after it was recorded', async () => {
@@ -251,6 +254,34 @@ describe('command handler (the enrollment entry)', () => {
       expect(idempotency.acks).to.deep.equal([JSON.stringify({ partition: 1, offset: '4' })]);
       expect(notRecorded).to.deep.equal([]);
       expect(published).to.have.length(1);
+    });
+
+    // Found in review: a send still retrying when its request was answered 503 landed later, unrecorded, and the retry with the key published a second copy.
+    it('records the acknowledgement of a send that lands after its request was answered 503, so the retry publishes nothing', async () => {
+      const idempotency = memoryIdempotency();
+      const published: PublishRequest[] = [];
+      let landLate: (() => void) | undefined;
+      const publisher: CommandPublisher = {
+        async publish(r) {
+          published.push(r);
+          if (published.length === 1) {
+            landLate = () => r.onLateAck?.({ partition: 3, offset: '17' });
+            throw new AppError('UPSTREAM_UNAVAILABLE', 'Kafka did not acknowledge in time');
+          }
+          return { partition: 3, offset: '18' };
+        },
+        close: async () => undefined,
+      };
+      const env = { now: () => new Date(), newId: uuid };
+      const enroll = createEnrollDevice({ publisher, idempotency, topic: 't', env, claimLeaseMs: 0 });
+      const req = input({ idempotencyKey: 'late' });
+      expect((await appErrorOf(enroll(req))).code).to.equal('UPSTREAM_UNAVAILABLE');
+      landLate!();
+      await waitFor('the late acknowledgement recorded', async () => (idempotency.acks.length === 1 ? true : undefined));
+      const answer = await enroll(req);
+      expect(answer.status).to.equal('queued');
+      expect(published, 'the retry found the acknowledgement and published nothing').to.have.length(1);
+      expect(idempotency.acks).to.deep.equal([JSON.stringify({ partition: 3, offset: '17' })]);
     });
 
     it('gives up recording the acknowledgement when the lease ends, and says so once', async () => {
