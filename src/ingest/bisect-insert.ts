@@ -12,6 +12,11 @@ export interface BisectInsertOptions<T, R> {
   insert(items: readonly T[]): Promise<void>;
   /** The store's refusal of the rows, judged from a failed insert (the store may be asked); undefined when the store is sick. */
   refusal(error: unknown): Promise<R | undefined>;
+  /**
+   * Whether a refusal says too little to judge a row by once: the row is then judged
+   * poison only if a second insert of it alone is refused too. None by default.
+   */
+  doubt?(refusal: R): boolean;
 }
 
 export interface Refused<T, R> {
@@ -65,7 +70,9 @@ export async function bisectInsert<T, R>(items: readonly T[], options: BisectIns
   async function search(part: readonly T[], own: R | undefined): Promise<void> {
     if (part.length === 1) {
       // A row is judged only by an insert of its own; if it stores now, it was not poison.
-      const refusal = own ?? (await attempt(part));
+      let refusal = own ?? (await attempt(part));
+      // A doubtful refusal (a timeout, an error no list names) may be the moment's, not the row's: one more insert of the row alone decides.
+      if (refusal !== undefined && options.doubt?.(refusal) === true) refusal = await attempt(part);
       if (refusal !== undefined) refused.push({ item: part[0]!, refusal });
       return;
     }

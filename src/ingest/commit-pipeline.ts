@@ -18,9 +18,19 @@
  * below what the new owner has committed since.
  *
  * `admit` bounds the events and bytes held in flight, which is the consumer's backpressure: when
- * the store is slow or sick, handlers wait in `admit` and kafkajs stops fetching. A
+ * the store is slow or sick, handlers wait in `admit` and kafkajs stops fetching. It also
+ * bounds, at HELD_PER_IN_FLIGHT times that, the batches admitted and not yet committed:
+ * a link stored but waiting on an earlier one (a dead-letter send or a commit retried
+ * while the broker refuses it) holds its batch's messages, and without this bound every
+ * later batch of the partition was stored and parked there until the heap ran out. A
  * fence releases every waiting handler with `false`, so a rebalance is never held up
  * behind a store that cannot take more.
+ *
+ * Between a rebalance's start (`fence`) and this member's join of the next generation
+ * (`joined`), nothing is admitted: a batch handed over then (a fetch answered late, a
+ * fence our own heartbeat learned of before kafkajs did) would start a chain whose commit
+ * goes out under whichever generation kafkajs holds, past batches the fence gave up. It is
+ * fetched again from the committed offset once the member has joined.
  *
  * It also knows, per partition, since when a fetched batch has waited for its commit:
  * that is how a stalled partition is told (`stalled`).
@@ -52,12 +62,19 @@ export interface CommitPipeline {
   /** Resolves when every tracked batch has been committed or has failed, including ones tracked while waiting. */
   settled(): Promise<void>;
   /**
-   * Starts a new generation: every chain is forgotten, no link tracked before commits,
-   * and handlers waiting in `admit` are released with false.
+   * A rebalance began: starts a new generation (every chain is forgotten, no link tracked
+   * before commits), releases handlers waiting in `admit` with false, and admits nothing
+   * more until `joined`.
    */
   fence(): void;
+  /** This member joined a generation: fences as `fence` does, then admits again. */
+  joined(): void;
+  /** False from a rebalance's start until the member joined the next generation. */
+  admitting(): boolean;
   /** What is admitted and not yet stored (or failed). */
   inFlight(): Load;
+  /** What is admitted and not yet committed (or failed, or fenced off). */
+  held(): Load;
   /**
    * Partitions of the current generation that wait for a commit: whose oldest uncommitted
    * batch has waited longer than `stallMs`, or whose chain broke (a link failed without a
@@ -83,30 +100,54 @@ interface PartitionProgress {
   broken: boolean;
 }
 
+/** How many times the in-flight bounds the batches admitted and not yet committed may hold. */
+export const HELD_PER_IN_FLIGHT = 2;
+
 export function createCommitPipeline(bounds: Load, now: () => number = () => performance.now()): CommitPipeline {
   let events = 0;
   let bytes = 0;
+  let heldEvents = 0;
+  let heldBytes = 0;
   let generation = 0;
+  /** False from a rebalance's start until the member joins the next generation. */
+  let admitting = true;
   let waiting: { readonly load: Load; readonly admitted: (ok: boolean) => void }[] = [];
   const tails = new Map<string, Promise<void>>();
   const links = new Set<Promise<void>>();
   const progress = new Map<string, PartitionProgress>();
 
-  const fits = (load: Load) => events === 0 || (events + load.events <= bounds.events && bytes + load.bytes <= bounds.bytes);
+  // A batch always fits when nothing is in flight (or held), however large.
+  const fits = (load: Load) =>
+    (events === 0 || (events + load.events <= bounds.events && bytes + load.bytes <= bounds.bytes)) &&
+    (heldEvents === 0 || (heldEvents + load.events <= HELD_PER_IN_FLIGHT * bounds.events && heldBytes + load.bytes <= HELD_PER_IN_FLIGHT * bounds.bytes));
   const take = (load: Load) => {
     events += load.events;
     bytes += load.bytes;
+    heldEvents += load.events;
+    heldBytes += load.bytes;
   };
 
-  function release(load: Load): void {
-    events -= load.events;
-    bytes -= load.bytes;
+  function admitWaiting(): void {
     // First come, first admitted: a large batch is not overtaken for ever by small ones.
     while (waiting.length > 0 && fits(waiting[0]!.load)) {
       const next = waiting.shift()!;
       take(next.load);
       next.admitted(true);
     }
+  }
+
+  /** Its events are stored (or failed): room in flight. */
+  function releaseStored(load: Load): void {
+    events -= load.events;
+    bytes -= load.bytes;
+    admitWaiting();
+  }
+
+  /** Its link settled (committed, failed or fenced off): it holds nothing more. */
+  function releaseHeld(load: Load): void {
+    heldEvents -= load.events;
+    heldBytes -= load.bytes;
+    admitWaiting();
   }
 
   function opened(partition: string): PartitionProgress {
@@ -119,8 +160,19 @@ export function createCommitPipeline(bounds: Load, now: () => number = () => per
     return state;
   }
 
+  function fence(): void {
+    admitting = false;
+    generation += 1;
+    tails.clear();
+    progress.clear();
+    const released = waiting;
+    waiting = [];
+    for (const { admitted } of released) admitted(false);
+  }
+
   return {
     admit(load) {
+      if (!admitting) return Promise.resolve(false);
       if (waiting.length === 0 && fits(load)) {
         take(load);
         return Promise.resolve(true);
@@ -136,12 +188,15 @@ export function createCommitPipeline(bounds: Load, now: () => number = () => per
           try {
             await stored;
           } finally {
-            release(load);
+            releaseStored(load);
           }
           throw new FencedError(partition);
         })();
         links.add(refused);
-        const forget = () => links.delete(refused);
+        const forget = () => {
+          links.delete(refused);
+          releaseHeld(load);
+        };
         refused.then(forget, forget);
         return refused;
       }
@@ -152,7 +207,7 @@ export function createCommitPipeline(bounds: Load, now: () => number = () => per
         try {
           value = await stored;
         } finally {
-          release(load);
+          releaseStored(load);
         }
         await previous;
         if (!current()) throw new FencedError(partition);
@@ -165,6 +220,7 @@ export function createCommitPipeline(bounds: Load, now: () => number = () => per
       const settle = () => {
         links.delete(link);
         if (current()) state.open -= 1;
+        releaseHeld(load);
       };
       link.then(settle, (error: unknown) => {
         // A chain that broke in its own generation commits nothing more: it stays stalled, not silent.
@@ -176,15 +232,14 @@ export function createCommitPipeline(bounds: Load, now: () => number = () => per
     async settled() {
       while (links.size > 0) await Promise.allSettled([...links]);
     },
-    fence() {
-      generation += 1;
-      tails.clear();
-      progress.clear();
-      const released = waiting;
-      waiting = [];
-      for (const { admitted } of released) admitted(false);
+    fence,
+    joined() {
+      fence();
+      admitting = true;
     },
+    admitting: () => admitting,
     inFlight: () => ({ events, bytes }),
+    held: () => ({ events: heldEvents, bytes: heldBytes }),
     stalled(stallMs) {
       const at = now();
       const out: { partition: string; waitingMs: number }[] = [];

@@ -197,7 +197,10 @@ export function createEventIngestor(deps: { store: EventStore; schemas: SchemaRe
    * store's own word that it cannot write now is waited out (undefined). Anything else is
    * nobody's guess: the store is asked for a known-good write, and if it takes it, it
    * answers, so the failure was about these rows and the search goes on to find which.
+   * Such a guess is doubtful: a row it would dead-letter is inserted alone once more first
+   * (a single timeout on a one-event batch, the store still writing it, was enough before).
    */
+  const guessed = new WeakSet<RowRefusal>();
   async function refusal(error: unknown): Promise<RowRefusal | undefined> {
     const known = rowRefusal(error);
     if (known !== undefined) return known;
@@ -207,8 +210,11 @@ export function createEventIngestor(deps: { store: EventStore; schemas: SchemaRe
     } catch {
       return undefined;
     }
-    return answeredRefusal(error);
+    const guess = answeredRefusal(error);
+    guessed.add(guess);
+    return guess;
   }
+  const doubt = (refused: RowRefusal) => guessed.has(refused);
 
   /**
    * Stores the events, isolating the ones the store refuses on their own; a sick store
@@ -218,13 +224,13 @@ export function createEventIngestor(deps: { store: EventStore; schemas: SchemaRe
    */
   async function store(items: readonly Carried[]) {
     try {
-      const first = await bisectInsert(items, { insert, refusal });
+      const first = await bisectInsert(items, { insert, refusal, doubt });
       const again = first.refused.filter(({ item }) => passesThrough(item.storable));
       if (again.length === 0) return first;
       // Named field by field, not spread: an event checked as bytes builds `event` in a getter, which a spread would drop.
       const encoded = await bisectInsert(
         again.map(({ item }) => ({ ...item, storable: { event: item.storable.event, head: item.storable.head, storedAt: item.storable.storedAt } })),
-        { insert, refusal },
+        { insert, refusal, doubt },
       );
       return { refused: [...first.refused.filter(({ item }) => !passesThrough(item.storable)), ...encoded.refused] };
     } catch (error) {

@@ -141,7 +141,9 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
   let nextRebalance = signal();
 
   function onRebalance(assignment: Readonly<Record<string, readonly number[]>> | undefined): void {
-    pipeline.fence();
+    // A rebalance's start closes admission until the join that gives the assignment (commit-pipeline.ts).
+    if (assignment === undefined) pipeline.fence();
+    else pipeline.joined();
     nextRebalance.fire();
     nextRebalance = signal();
     if (assignment === undefined) return;
@@ -304,14 +306,15 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
    * would stay one offset (its last marker) short of its end for good, shown as lag.
    */
   function onFilteredBatch(topic: string, partition: number, lastOffset: string): void {
-    if (latest === undefined || latest.generation !== pipeline.generation() || stopping) return;
+    // Between a rebalance's start and the join, nothing commits: not even a filtered batch's offset.
+    if (latest === undefined || latest.generation !== pipeline.generation() || !pipeline.admitting() || stopping) return;
     const batch: BatchContext = { topic, partition, payload: latest.payload, isStale: () => false };
     trackCommit(batch, latest.generation, NO_LOAD, (BigInt(lastOffset) + 1n).toString(), 0, Promise.resolve([]));
   }
 
   async function eachBatch(payload: EachBatchPayload): Promise<void> {
     const { batch } = payload;
-    latest = { payload, generation: pipeline.generation() };
+    if (pipeline.admitting()) latest = { payload, generation: pipeline.generation() };
     if (batch.messages.length === 0) return;
     const format = formats.get(batch.topic) ?? 'canonical-event';
     const messages: RawEventMessage[] = batch.messages.map((m) => new ConsumedMessage(format, m, batch.topic, batch.partition));

@@ -95,12 +95,16 @@ export function createSupervisedConsumer(options: SupervisedConsumerOptions): Su
       logger.error({ err: payload.error }, 'ingest consumer crashed; a new member takes its place');
       scheduleReplacement();
     });
-    fresh.on(fresh.events.REBALANCING, () => options.onRebalance(undefined));
+    // A member being left fences nothing of its own: its replacement's start did (below), and
+    // a fence from it now would close admission with no join of its to open it again.
+    fresh.on(fresh.events.REBALANCING, () => {
+      if (current()) options.onRebalance(undefined);
+    });
     // Every JoinGroup answered starts a generation, and kafkajs takes it up (a new offset
     // manager, which commits with it) only after the SyncGroup that follows: fencing here
     // comes before any commit could go out under the new generation for an older batch.
     fresh.on(fresh.events.REQUEST, ({ payload }) => {
-      if (payload.apiName === 'JoinGroup') options.onRebalance(undefined);
+      if (payload.apiName === 'JoinGroup' && current()) options.onRebalance(undefined);
     });
     fresh.on(fresh.events.END_BATCH_PROCESS, ({ payload }) => {
       if (payload.batchSize === 0 && current()) options.onFilteredBatch(payload.topic, payload.partition, payload.lastOffset);

@@ -93,6 +93,36 @@ describe('bisect insert', () => {
     expect(result.refused).to.deep.equal([]);
   });
 
+  // Found in review: one timeout of a one-event insert, the store answering the probe, dead-lettered a valid event.
+  it('inserts a row alone once more before refusing it on a doubtful refusal, and stores it if that insert takes it', async () => {
+    const calls: number[][] = [];
+    let failures = 1;
+    const options = {
+      async insert(items: readonly number[]) {
+        calls.push([...items]);
+        if (failures > 0) {
+          failures -= 1;
+          throw new Refusal('timed out');
+        }
+      },
+      refusal: async (error: unknown) => (error instanceof Refusal ? error.message : undefined),
+      doubt: (refusal: string) => refusal === 'timed out',
+    };
+    expect(await bisectInsert([7], options)).to.deep.equal({ refused: [], inserts: 2 });
+    expect(calls).to.deep.equal([[7], [7]]);
+    failures = 2;
+    expect(await bisectInsert([7], options), 'refused twice alone: judged').to.deep.equal({ refused: [{ item: 7, refusal: 'timed out' }], inserts: 2 });
+  });
+
+  it('finds the same refused rows whether refusals are doubted or not, with one insert more for each when doubted', async () => {
+    const store = fakeStore(new Set([3]));
+    const result = await bisectInsert(range(8), { ...store, doubt: () => false });
+    const doubting = fakeStore(new Set([3]));
+    const doubted = await bisectInsert(range(8), { ...doubting, doubt: () => true });
+    expect(result.refused).to.deep.equal(doubted.refused);
+    expect(doubted.inserts, 'the poison row inserted alone once more').to.equal(result.inserts + 1);
+  });
+
   it('aborts on a sick store in the middle of the search, refusing nothing, and throws its error', async () => {
     const store = fakeStore(new Set([10, 900]), { sickAfterInserts: 5 });
     let error: unknown;

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { createCommitPipeline, FencedError } from '../../../src/ingest/commit-pipeline.js';
+import { createCommitPipeline, FencedError, HELD_PER_IN_FLIGHT } from '../../../src/ingest/commit-pipeline.js';
 import { rejectionOf } from '../../support/rejections.js';
 
 /** A promise settled from outside, standing for one batch's insert. */
@@ -72,7 +72,7 @@ describe('commit pipeline', () => {
     await pipeline.admit(load(1));
     void pipeline.track('t/0', pipeline.generation(), load(1), Promise.reject(new Error('revoked')), async () => void committed.push('before')).catch(() => undefined);
     await pipeline.settled();
-    pipeline.fence();
+    pipeline.joined();
     await pipeline.admit(load(1));
     await pipeline.track('t/0', pipeline.generation(), load(1), Promise.resolve(), async () => void committed.push('after'));
     expect(committed).to.deep.equal(['after']);
@@ -85,7 +85,7 @@ describe('commit pipeline', () => {
     await pipeline.admit(load(1));
     const oldLink = pipeline.track('t/0', pipeline.generation(), load(1), old.promise, async () => void committed.push('old'));
     // The rebalance lands while the old batch is still being stored.
-    pipeline.fence();
+    pipeline.joined();
     await pipeline.admit(load(1));
     const fresh = pipeline.track('t/0', pipeline.generation(), load(1), Promise.resolve(), async () => void committed.push('new'));
     await fresh;
@@ -237,7 +237,7 @@ describe('commit pipeline', () => {
     const committed: string[] = [];
     // The handler read the generation, then a rebalance came before it tracked its batch.
     const fetchedIn = pipeline.generation();
-    pipeline.fence();
+    pipeline.joined();
     await pipeline.admit(load(1));
     const stale = pipeline.track('t/0', fetchedIn, load(1), Promise.resolve(), async () => void committed.push('stale'));
     expect(await rejectionOf(stale)).to.be.instanceOf(FencedError);
@@ -260,5 +260,51 @@ describe('commit pipeline', () => {
     expect(pipeline.stalled(60_000)).to.deep.equal([{ partition: 't/0', waitingMs: 5 }]);
     pipeline.fence();
     expect(pipeline.stalled(60_000)).to.deep.equal([]);
+  });
+
+  // Found in review: a dead-letter send refused for minutes let every later batch of the partition be stored and parked, messages and all, until the heap ran out.
+  it('stops admitting once the batches stored but waiting for an earlier commit reach their bound, and admits again when it lands', async () => {
+    const pipeline = createCommitPipeline(eventsOnly(10));
+    const blocked = deferred();
+    await pipeline.admit(load(10));
+    const first = pipeline.track('t/0', pipeline.generation(), load(10), Promise.resolve(), () => blocked.promise);
+    const parked: Promise<void>[] = [];
+    for (let i = 1; i < HELD_PER_IN_FLIGHT; i += 1) {
+      expect(await pipeline.admit(load(10)), `batch ${i + 1}`).to.equal(true);
+      parked.push(pipeline.track('t/0', pipeline.generation(), load(10), Promise.resolve(), async () => undefined));
+    }
+    await flush();
+    expect(pipeline.inFlight().events, 'every batch is stored').to.equal(0);
+    expect(pipeline.held().events).to.equal(HELD_PER_IN_FLIGHT * 10);
+    let admitted = false;
+    const next = pipeline.admit(load(1)).then((ok) => (admitted = ok));
+    await flush();
+    expect(admitted, 'nothing in flight, but the held bound is reached').to.equal(false);
+    blocked.resolve();
+    await Promise.all([first, ...parked, next]);
+    expect(admitted).to.equal(true);
+    expect(pipeline.held().events).to.equal(1);
+  });
+
+  it('admits nothing from the start of a rebalance until the member joins the next generation', async () => {
+    const pipeline = createCommitPipeline(eventsOnly(100));
+    pipeline.fence();
+    expect(await pipeline.admit(load(1)), 'a batch handed over between the fence and the join').to.equal(false);
+    expect(pipeline.held().events).to.equal(0);
+    pipeline.joined();
+    expect(await pipeline.admit(load(1))).to.equal(true);
+  });
+
+  it('counts a fenced-off batch as held until its link settles, and then not at all', async () => {
+    const pipeline = createCommitPipeline(eventsOnly(100));
+    const stored = deferred();
+    await pipeline.admit(load(3));
+    const old = pipeline.track('t/0', pipeline.generation(), load(3), stored.promise, async () => undefined);
+    pipeline.joined();
+    expect(pipeline.held().events, 'its messages are still in memory').to.equal(3);
+    stored.resolve();
+    expect(await rejectionOf(old)).to.be.instanceOf(FencedError);
+    await flush();
+    expect(pipeline.held()).to.deep.equal({ events: 0, bytes: 0 });
   });
 });

@@ -205,6 +205,34 @@ describe('event ingestor', () => {
     expect(probes(), 'each failed insert asked the store').to.be.greaterThan(0);
   });
 
+  // Found in review: a one-event batch whose insert timed out once, the store answering the probe, was dead-lettered (and often stored too).
+  it('stores an event whose insert timed out once while the store took the known-good write, instead of dead-lettering it', async () => {
+    const stored: string[] = [];
+    let timeouts = 1;
+    const store: EventStore = {
+      async insertEvents(events) {
+        if (timeouts > 0) {
+          timeouts -= 1;
+          throw toStoreError(new Error('Timeout error.'), 'insert');
+        }
+        stored.push(...events.map((e) => e.event.id));
+      },
+      async probeWrite() {},
+      ...NO_READS,
+    };
+    const event = canonicalEvent();
+    const result = await createEventIngestor({ store, schemas }).ingestMessages([raw(event)]);
+    expect(result.rejected).to.deep.equal([]);
+    expect(stored).to.deep.equal([event.id]);
+  });
+
+  it('dead-letters a row the store refuses for a listed reason on its first insert alone, without a second', async () => {
+    const { store, state } = constrainedStore();
+    const result = await createEventIngestor({ store, schemas }).ingestMessages([raw(canonicalEvent({ entity: 'poison' }))]);
+    expect(result.rejected.map((r) => r.reason)).to.deep.equal(['store-rejected']);
+    expect(state.inserts, 'a constraint is the row, not the moment').to.equal(1);
+  });
+
   it('waits for a store that fails in a way no list names and does not take the known-good write either', async () => {
     const { store, stored } = unlistedFailureStore(async () => {
       throw toStoreError(new Error('Code: 243. DB::Exception: Cannot reserve 1.00 MiB, not enough space. (NOT_ENOUGH_SPACE)'), 'insert');
