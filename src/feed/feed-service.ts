@@ -6,6 +6,7 @@ import { mergeWritten } from './first-page-merge.js';
 import { pageAfterKept } from './page-after-kept.js';
 import { clampPageSize } from './page-size.js';
 import { createSharedReads } from './shared-reads.js';
+import type { StoredBatches } from './stored-batches.js';
 
 export interface FeedRequest {
   readonly orgId: string;
@@ -48,6 +49,8 @@ export interface FeedServiceDeps {
   readonly firstPages?: FirstPageCache<FeedSlice, StoredEvent> | undefined;
   /** Told where each page by cursor came from, where first pages are kept: cut from a kept first page (memory) or read (store). */
   readonly cursorPageServed?: (source: 'memory' | 'store') => void;
+  /** This process's own inserts, where it ingests: a request after one never joins a read begun before it. */
+  readonly ownWrites?: Pick<StoredBatches, 'onStored'>;
 }
 
 /**
@@ -60,14 +63,24 @@ export interface FeedServiceDeps {
 export function createFeedService(deps: FeedServiceDeps): FeedService {
   const reads = createSharedReads<FeedSlice>();
   const { firstPages } = deps;
-  const read = (query: FeedQuery) => reads.read(queryKey(query), () => deps.store.listEvents(query));
+  // Counts this process's inserts. A read shared by its key alone served a request that
+  // came after an insert had returned the page of a read begun before it (a slow page
+  // under load, seconds old), without the event this process had just stored: reads are
+  // shared within one count only. One count for every project, so an insert costs an
+  // increment and not a key per event.
+  let ownWrites = 0;
+  deps.ownWrites?.onStored(() => {
+    ownWrites += 1;
+  });
+  const sharedKey = (query: FeedQuery) => `${ownWrites}|${queryKey(query)}`;
+  const read = (query: FeedQuery) => reads.read(sharedKey(query), () => deps.store.listEvents(query));
 
   // A first page, and what is kept of it. The cache sits inside the shared read, so the
   // read it keeps or refuses is the one that asked the store, not one a request joined late.
   const keptFirstPage = (cache: FirstPageCache<FeedSlice, StoredEvent>, kept: FeedQuery, limit: number) => {
     const key = queryKey(kept);
     const merge = (page: FeedSlice, written: readonly StoredEvent[]) => mergeWritten(kept, page, written, limit * KEPT_PAGES_HELD + 1);
-    return reads.read(key, () => cache.read(kept, key, () => deps.store.listEvents(kept), merge));
+    return reads.read(sharedKey(kept), () => cache.read(kept, key, () => deps.store.listEvents(kept), merge));
   };
 
   const slice = async (scope: CursorScope, after: FeedPosition | undefined, limit: number): Promise<FeedSlice> => {

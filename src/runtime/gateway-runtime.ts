@@ -70,6 +70,7 @@ function apiDependencies(
       cursors: createCursorCodec(cursorKey(config, logger)),
       firstPages: parts.firstPages,
       cursorPageServed: (source) => parts.metrics.cursorPages.inc({ source }),
+      ownWrites: parts.stored,
     }),
     liveTail: createLiveTail({ store: parts.store, settings: config.liveTail, logger, metrics: parts.metrics, stored: parts.stored }),
     commands: perCommand<CommandHandler>((entry) =>

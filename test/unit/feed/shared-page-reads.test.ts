@@ -2,6 +2,7 @@ import { expect } from 'chai';
 import { createCursorCodec } from '../../../src/feed/cursor.js';
 import { createFeedService, type FeedRequest } from '../../../src/feed/feed-service.js';
 import { createSharedReads } from '../../../src/feed/shared-reads.js';
+import { createStoredBatches } from '../../../src/feed/stored-batches.js';
 import type { EventStore, FeedPosition, FeedQuery, StoredEvent } from '../../../src/store/event-store.js';
 import { canonicalEvent, uuid } from '../../support/factories.js';
 
@@ -68,6 +69,22 @@ describe('shared page reads', () => {
     expect(queries).to.have.length(variants.length);
     expect(new Set(queries.slice(-3).map((q) => JSON.stringify(q.after))).size).to.equal(3);
     answered.forEach((page, i) => expect(page.items[0]!.org_id).to.equal(variants[i]!.orgId));
+  });
+
+  // Found in review: a request that came after this process stored an event joined a read begun before, and was answered without it.
+  it('never lets a request that comes after one of its own inserts join a read begun before it', async () => {
+    const { store, queries, release } = gatedStore();
+    const stored = createStoredBatches();
+    const writes = stored.observe({ insertEvents: async () => undefined } as unknown as EventStore);
+    const feed = createFeedService({ store, cursors: createCursorCodec(Buffer.alloc(32, 1)), ownWrites: stored });
+    const same = request();
+    const before = feed.listEvents(same);
+    await writes.insertEvents([]);
+    const after = feed.listEvents(same);
+    const alongside = feed.listEvents(same);
+    release();
+    await Promise.all([before, after, alongside]);
+    expect(queries, 'one read before the insert, one shared by the two after it').to.have.length(2);
   });
 
   it('shares a read between requests for the page after the same cursor, and reads from its position', async () => {
