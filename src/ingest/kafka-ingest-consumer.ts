@@ -314,7 +314,7 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
 
   async function eachBatch(payload: EachBatchPayload): Promise<void> {
     const { batch } = payload;
-    if (pipeline.admitting()) latest = { payload, generation: pipeline.generation() };
+    latest = { payload, generation: pipeline.generation() };
     if (batch.messages.length === 0) return;
     const format = formats.get(batch.topic) ?? 'canonical-event';
     const messages: RawEventMessage[] = batch.messages.map((m) => new ConsumedMessage(format, m, batch.topic, batch.partition));

@@ -18,7 +18,8 @@ function parameters(id: SchemaId, where: 'path' | 'query'): JsonValue[] {
   }));
 }
 
-const json = (schema: JsonValue): JsonObject => ({ content: { 'application/json': { schema } } });
+/** A content map of `schema` under each media type; answers are `application/json`. */
+const json = (schema: JsonValue, types: readonly string[] = ['application/json']): JsonObject => ({ content: Object.fromEntries(types.map((type) => [type, { schema }])) });
 
 /** The success envelope { ok: 1, data, meta: null } around a data schema. */
 const envelope = (data: JsonValue): JsonObject => ({
@@ -81,8 +82,8 @@ function commandPath(entry: CommandEntry): [string, JsonObject] {
     summary: entry.docs.summary,
     description: `Needs the ${entry.permission} permission. Answers once Kafka acknowledged the command.`,
     parameters: [...parameters(entry.schemas.path, 'path'), ...idempotent, traceparent],
-    // Every media type the body reader takes, each with the request's schema.
-    requestBody: { required: 'refusal' in entry.http.absentBody, content: Object.fromEntries(JSON_TYPES.map((type) => [type, { schema: ref(entry.schemas.request) }])) },
+    // Every media type the body reader takes.
+    requestBody: { required: 'refusal' in entry.http.absentBody, ...json(ref(entry.schemas.request), JSON_TYPES) },
     responses: {
       [String(entry.http.status)]: { description: entry.docs.accepted, ...json(envelope(ref(entry.schemas.accepted))) },
       ...errors(400, 401, 403, 413, 415, ...(entry.idempotency === undefined ? [] : [422]), 500, 503),

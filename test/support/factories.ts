@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 import { permissions } from '../../src/auth/principal.js';
 import { signHs256Token } from '../../src/auth/sign-token.js';
+import type { CommandName } from '../../src/commands/catalogue.js';
 import type { CanonicalEvent, EdgePolicyCommand, EnrollmentCommand } from '../../src/generated/schema-types.js';
 
 export const uuid = (): string => randomUUID();
@@ -94,4 +95,13 @@ export const microsFrom = (iso: string, micros = 0) => {
   const total = Date.parse(iso) * 1000 + micros;
   const ms = Math.floor(total / 1000);
   return `${new Date(ms).toISOString().slice(0, 19)}.${String(total - Math.floor(ms / 1000) * 1_000_000).padStart(6, '0')}Z`;
+};
+
+/** `{"a":{"a":…{}}}`, `depth` levels of objects in all. */
+export const objectsNested = (depth: number): Record<string, unknown> => (depth <= 1 ? {} : { a: objectsNested(depth - 1) });
+
+/** The deepest body each command's request schema takes, nested `depth` levels: a new command must say where its body nests. */
+export const deepestCommandBody: Readonly<Record<CommandName, (depth: number) => Record<string, unknown>>> = {
+  enrollment: (depth) => ({ display_name: 'Pump', meta: objectsNested(depth - 1) }),
+  'edge-policy': (depth) => objectsNested(depth),
 };

@@ -4,7 +4,7 @@ import { commandEvent, type GatewayCommand } from '../../../src/commands/command
 import type { CanonicalEvent, CanonicalEventPageResponse, EdgePolicyAccepted, EnrollmentAccepted } from '../../../src/generated/schema-types.js';
 import { createSchemaRegistry } from '../../../src/schemas/schema-registry.js';
 import { fromStoreTimestamp, toStoreTimestamp } from '../../../src/store/timestamps.js';
-import { uuid } from '../../support/factories.js';
+import { deepestCommandBody, uuid } from '../../support/factories.js';
 import type { Tenant, TestGateway } from '../../support/test-gateway.js';
 import type { Kafka } from 'kafkajs';
 import { waitFor } from '../../support/wait-for.js';
@@ -111,13 +111,12 @@ describeOnEachStore('commands published to Kafka', function (suite) {
     const tenant = gateway.tenant();
     const fleetId = uuid();
     const deviceId = uuid();
-    const deep = (depth: number): Record<string, unknown> => (depth <= 1 ? {} : { a: deep(depth - 1) });
     const headers = await tenant.headers();
-    const patch = await gateway.call('PATCH', `/projects/${tenant.projectId}/fleets/${fleetId}/edge/policy`, { headers, body: deep(COMMAND_BODY_MAX_DEPTH) });
+    const patch = await gateway.call('PATCH', `/projects/${tenant.projectId}/fleets/${fleetId}/edge/policy`, { headers, body: deepestCommandBody['edge-policy'](COMMAND_BODY_MAX_DEPTH) });
     expect(patch.status).to.equal(200);
     const enroll = await gateway.call('POST', `/projects/${tenant.projectId}/fleets/${fleetId}/devices/${deviceId}/enroll`, {
       headers,
-      body: { display_name: 'Pump', meta: deep(COMMAND_BODY_MAX_DEPTH - 1) },
+      body: deepestCommandBody.enrollment(COMMAND_BODY_MAX_DEPTH),
     });
     expect(enroll.status).to.equal(202);
     const items = await waitFor('both events on the feed', async () => {

@@ -1,21 +1,12 @@
 import { expect } from 'chai';
-import { catalogue, type CommandName } from '../../../src/commands/catalogue.js';
+import { catalogue } from '../../../src/commands/catalogue.js';
 import { COMMAND_BODY_MAX_DEPTH } from '../../../src/commands/command-entry.js';
 import { acceptCommand } from '../../../src/commands/command-handler.js';
 import { MAX_JSON_DEPTH, readBoundedJson } from '../../../src/json/bounded-json.js';
 import { createSchemaRegistry } from '../../../src/schemas/schema-registry.js';
-import { uuid } from '../../support/factories.js';
+import { deepestCommandBody, uuid } from '../../support/factories.js';
 
 const schemas = createSchemaRegistry();
-
-/** `{"a":{"a":…{}}}`, `depth` levels of objects in all. */
-const objectsNested = (depth: number): Record<string, unknown> => (depth <= 1 ? {} : { a: objectsNested(depth - 1) });
-
-/** The deepest body each command's request schema takes, nested `depth` levels: a new command must say where its body nests. */
-const deepestBody: Readonly<Record<CommandName, (depth: number) => unknown>> = {
-  enrollment: (depth) => ({ display_name: 'Pump', meta: objectsNested(depth - 1) }),
-  'edge-policy': (depth) => objectsNested(depth),
-};
 
 const depthOf = (value: unknown): number =>
   value !== null && typeof value === 'object' ? 1 + Math.max(0, ...Object.values(value as Record<string, unknown>).map(depthOf)) : 0;
@@ -23,7 +14,7 @@ const depthOf = (value: unknown): number =>
 describe('how deep a command body may nest', () => {
   for (const entry of catalogue) {
     it(`${entry.name}: the message of the deepest body the route takes is one the topic's readers take`, () => {
-      const body = deepestBody[entry.name](COMMAND_BODY_MAX_DEPTH);
+      const body = deepestCommandBody[entry.name](COMMAND_BODY_MAX_DEPTH);
       expect(depthOf(body)).to.equal(COMMAND_BODY_MAX_DEPTH);
       expect(schemas.check(entry.schemas.request, body, 'body').ok).to.equal(true);
       const input = {
