@@ -17,6 +17,10 @@ import { signHs256Token } from '../../src/auth/sign-token.js';
 import { permissions } from '../../src/auth/principal.js';
 import type { Row } from '../support/results.js';
 import { latencies } from './ceiling.js';
+import { DEVICE_EVENTS_TABLE } from '../../src/store/device-events.js';
+import type { FeedQuery } from '../../src/store/event-store.js';
+import { feedSql } from '../../src/store/feed-sql.js';
+import { toStoreTimestamp } from '../../src/store/timestamps.js';
 import { commandTopicEnvironment, commandTopicNames } from '../../test/support/command-topics.js';
 
 const CONNECTIONS = 32;
@@ -86,13 +90,16 @@ async function generate(url: string, database: string, total: number, batch: num
   }
 }
 
-/** Waits until no merge of the table runs for five polls in a row: the parts as merges leave them. */
+/** The tables a page may read: the events table and the device table its view fills (docs/decisions/device-pages.md). */
+const PAGE_TABLES = `('events', '${DEVICE_EVENTS_TABLE}')`;
+
+/** Waits until no merge of the tables pages read runs for five polls in a row: the parts as merges leave them. */
 async function settled(url: string, database: string): Promise<number> {
   let quiet = 0;
   await waitFor(
-    'merges of the events table to settle',
+    'merges of the events and device tables to settle',
     async () => {
-      const running = Number((await runSql(url, database, `SELECT count() FROM system.merges WHERE database = currentDatabase() AND table = 'events'`)).trim());
+      const running = Number((await runSql(url, database, `SELECT count() FROM system.merges WHERE database = currentDatabase() AND table IN ${PAGE_TABLES}`)).trim());
       quiet = running === 0 ? quiet + 1 : 0;
       return quiet >= 5 ? true : undefined;
     },
@@ -100,6 +107,21 @@ async function settled(url: string, database: string): Promise<number> {
     2000,
   );
   return Number((await runSql(url, database, `SELECT count() FROM system.parts WHERE database = currentDatabase() AND table = 'events' AND active`)).trim());
+}
+
+/** Bytes on disk per event of each table pages read, as the parts are once merges settled: what the device table costs in space. */
+async function storage(url: string, database: string, label: string, events: number): Promise<Row[]> {
+  const text = await runSql(url, database, `SELECT table, sum(bytes_on_disk) AS bytes, sum(rows) AS rows, count() AS parts FROM system.parts WHERE database = currentDatabase() AND active AND table IN ${PAGE_TABLES} GROUP BY table ORDER BY table FORMAT JSONEachRow`);
+  const tables = text.trim().split('\n').map((line) => JSON.parse(line) as { table: string; bytes: string; rows: string; parts: string });
+  const eventsTable = tables.find((t) => t.table === 'events');
+  return tables.map((t) => ({
+    scenario: label,
+    measure: `store: bytes on disk per event, ${t.table}`,
+    value: Number((Number(t.bytes) / events).toFixed(1)),
+    unit: 'bytes',
+    ...(t.table === 'events' || eventsTable === undefined ? {} : { baseline: { name: 'events', value: Number((Number(eventsTable.bytes) / events).toFixed(1)) } }),
+    note: `${Number(t.rows).toLocaleString('en-US')} rows in ${t.parts} active parts`,
+  }));
 }
 
 async function serverCounters(url: string): Promise<{ rows: number; queries: number }> {
@@ -137,6 +159,8 @@ async function quiet(url: string, database: string): Promise<void> {
 interface Request {
   readonly url: string;
   readonly orgId: string;
+  /** The page's position in the feed, for a page by cursor: where the page before it ended, in store text. */
+  readonly after?: { readonly occurredAt: string; readonly id: string };
 }
 
 /** A gateway (ROLE=gateway) on the run's server and the scenario's database, with command topics named after `name`. */
@@ -243,9 +267,10 @@ async function secondPages(gatewayUrl: string, headers: (orgId: string) => Recor
   for (const p of activeProjects().slice(0, 300)) {
     const first = feed(p, {});
     const res = await fetch(first.url, { headers: headers(first.orgId) });
-    const body = (await res.json()) as { meta: { next_cursor: string | null } };
-    if (body.meta.next_cursor === null) throw new Error(`project ${p} has one page only`);
-    requests.push(feed(p, { cursor: body.meta.next_cursor }));
+    const body = (await res.json()) as PageBody;
+    const last = body.data.items.at(-1);
+    if (body.meta.next_cursor === null || last === undefined) throw new Error(`project ${p} has one page only`);
+    requests.push({ ...feed(p, { cursor: body.meta.next_cursor }), after: { occurredAt: toStoreTimestamp(last.occurred_at), id: last.id } });
   }
   return { name: 'second page by cursor', requests };
 }
@@ -258,6 +283,54 @@ const page =
     url: `${gatewayUrl}/core/api/v1/projects/${project(p)}/events?${new URLSearchParams({ limit: String(PAGE), ...query }).toString()}`,
     orgId: org(p),
   });
+
+/** What the bench reads of a page's answer. */
+interface PageBody {
+  readonly data: { readonly items: readonly { readonly id: string; readonly occurred_at: string }[] };
+  readonly meta: { readonly next_cursor: string | null };
+}
+
+/** The store's query of the page `request` asks for (its project, filters and cursor), as the feed would read it. */
+function pageQuery(request: Request): FeedQuery {
+  const url = new URL(request.url);
+  const at = (name: string) => url.searchParams.get(name) ?? undefined;
+  const until = at('until');
+  return {
+    orgId: request.orgId,
+    projectId: url.pathname.split('/').at(-2)!,
+    filters: { domain: at('domain'), entity: at('entity'), action: at('action'), deviceId: at('device_id'), fleetId: at('fleet_id'), until: until === undefined ? undefined : toStoreTimestamp(until) },
+    after: request.after,
+    limit: PAGE + 1,
+  };
+}
+
+/**
+ * The floor of each of `requests`: the narrowest single SQL that answers its page, sent to
+ * the server itself. It is the page's own SQL (src/store/feed-sql.ts, the limit the feed
+ * asks, one past the page) in the one window that reaches from the top down to the page's
+ * oldest event, as the gateway answered it just before: no query can return the page and
+ * read less. A page that holds nothing has no window: its plain SQL.
+ */
+async function floorUrls(ctx: BenchContext, database: string, requests: readonly Request[], headers: (orgId: string) => Record<string, string>): Promise<string[]> {
+  const urls: string[] = new Array<string>(requests.length);
+  let next = 0;
+  const asker = async () => {
+    for (let k = next++; k < requests.length; k = next++) {
+      const request = requests[k]!;
+      const res = await fetch(request.url, { headers: headers(request.orgId) });
+      if (res.status !== 200) throw new Error(`${request.url}: ${res.status} ${await res.text()}`);
+      const oldest = ((await res.json()) as PageBody).data.items.at(-1);
+      const { sql, params } = feedSql(pageQuery(request), oldest === undefined ? {} : { from: toStoreTimestamp(oldest.occurred_at) });
+      const url = new URL(ctx.clickhouseUrl);
+      url.searchParams.set('database', database);
+      url.searchParams.set('query', sql);
+      for (const [name, value] of Object.entries(params)) url.searchParams.set(`param_${name}`, String(value));
+      urls[k] = url.toString();
+    }
+  };
+  await Promise.all(Array.from({ length: CONNECTIONS }, asker));
+  return urls;
+}
 
 /** Each of `requests` asked once, `connections` at a time. */
 async function askEach(requests: readonly Request[], headers: (orgId: string) => Record<string, string>, connections: number): Promise<void> {
@@ -290,6 +363,10 @@ const scattered = (requests: readonly Request[]): Request[] =>
 
 /** What the issue asks of a shape: first pages of active projects are most requests. */
 const targetOf = (shape: string) => (shape === 'first page of a project' ? '≥ 0.5 of SELECT 1, p99 ≤ 250 ms' : '≥ 0.25 of SELECT 1, p99 ≤ 250 ms');
+
+/** What issue 52 asks of every page read from the store, against SELECT 1 and against the page's own SQL. */
+const STORE_TARGET = '≥ 0.15 of SELECT 1, p99 ≤ 400 ms';
+const FLOOR_TARGET = '≥ 0.8';
 
 /**
  * Every page without a cursor as dashboards poll it, on a gateway that keeps such pages
@@ -396,6 +473,7 @@ export async function measureFeedAtScale(ctx: BenchContext, sizes: readonly numb
       console.error(`  feed-scale: ${size} events written in ${written.toFixed(0)} s (${Math.round(size / written)} rows/s), ${parts} active parts in ${partitions} partitions once merges settled`);
       select1 = await autocannon({ url: `${ctx.clickhouseUrl}/?query=${encodeURIComponent('SELECT 1')}`, connections: CONNECTIONS, seconds: ctx.seconds });
       rows.push({ scenario: label, measure: 'server: SELECT 1, 32 connections', value: select1.perSecond, unit: 'req/s', ...latencies(select1), note: `${parts} active parts, ${partitions} partitions, no OPTIMIZE` });
+      rows.push(...(await storage(ctx.clickhouseUrl, database, label, size)));
       for (const shape of [...pagesWithoutCursor(gateway.url, span), await secondPages(gateway.url, headers)]) {
         // The last load's pages still in flight when it ended would count in this shape's figures.
         await quiet(ctx.clickhouseUrl, database);
@@ -420,8 +498,29 @@ export async function measureFeedAtScale(ctx: BenchContext, sizes: readonly numb
           unit: 'pages/s',
           ...latencies(load),
           baseline: { name: 'SELECT 1', value: select1.perSecond },
-          target: targetOf(shape.name),
+          target: STORE_TARGET,
           note: `${perPage.rows.toLocaleString('en-US')} rows read and ${perPage.queries.toFixed(1)} queries per page, ${alone.toFixed(1)} ms a page alone; ${load.requests} pages, ${refused} batches refused; gateway ${cpu.processCores.toFixed(2)} cores, load generator ${(load.generatorCores ?? NaN).toFixed(2)} of a core, machine ${Math.round(cpu.machineBusy * 100)}% busy`,
+        });
+        // The engine's own floor for these pages, at the same concurrency, just after.
+        const floors = await floorUrls(ctx, database, shape.requests, headers);
+        await quiet(ctx.clickhouseUrl, database);
+        const floor = await variedAutocannon({ urls: floors, connections: CONNECTIONS, seconds: ctx.seconds });
+        rows.push({
+          scenario: label,
+          measure: `server: ${shape.name}, each page's own SQL in its narrowest window`,
+          value: floor.perSecond,
+          unit: 'queries/s',
+          ...latencies(floor),
+          baseline: { name: 'SELECT 1', value: select1.perSecond },
+          note: `${floor.requests} queries, ${floor.errors + floor.non2xx} failed; load generator ${(floor.generatorCores ?? NaN).toFixed(2)} of a core`,
+        });
+        rows.push({
+          scenario: label,
+          measure: `gateway: ${shape.name}, against its pages' own SQL`,
+          value: load.perSecond,
+          unit: 'pages/s',
+          baseline: { name: "the pages' own SQL", value: floor.perSecond },
+          target: FLOOR_TARGET,
         });
       }
       rows.push(...(await keptPages(ctx, database, span, headers, label, select1.perSecond)));

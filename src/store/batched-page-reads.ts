@@ -1,6 +1,7 @@
 import { EVENT_COLUMNS, type EventRow } from './event-rows.js';
 import type { FeedQuery } from './event-store.js';
-import { pageConditions, pageSettings } from './feed-sql.js';
+import { readsByDevice } from './device-events.js';
+import { PAGE_SETTINGS, pageConditions } from './feed-sql.js';
 import type { FeedWindow } from './feed-windows.js';
 import type { SqlParam, SqlTransport } from './sql-transport.js';
 import { clickhouseException } from './store-errors.js';
@@ -86,8 +87,8 @@ const scopeOf = (orgId: string, projectId: string) => `${orgId.toLowerCase()} ${
  * read's own conditions joined by OR, ordered by the whole sort key and cut per project at
  * the largest limit: each read gets the rows it would have got alone. Sent alone, never
  * held back: a read of a project that already has a read waiting (one hot project's pages
- * would otherwise queue behind `inFlight` slots), a device_id read (the projection's
- * settings), a read with no lower window edge (its range is the project's history), and
+ * would otherwise queue behind `inFlight` slots), a device_id read (it reads the device
+ * table, in one query over the whole range), a read with no lower window edge (its range is the project's history), and
  * for a minute the reads of the projects of a batch the store refused as too large. A
  * batch the store fails for its size (rows, bytes, the query's memory) sends its reads
  * alone, so it fails no page; any other failure is every read's, as it would have been.
@@ -167,7 +168,7 @@ export function batchedPageReads(transport: SqlTransport, alone: PageRead, batch
 
   return (query, window) => {
     const scope = scopeOf(query.orgId, query.projectId);
-    if (query.filters.deviceId !== undefined || window.from === undefined || waitingScopes.has(scope) || readsAlone(scope)) return alone(query, window);
+    if (readsByDevice(query.filters) || window.from === undefined || waitingScopes.has(scope) || readsAlone(scope)) return alone(query, window);
     return new Promise<EventRow[]>((resolve, reject) => {
       waiting.push({ query, window, scope, resolve, reject });
       waitingScopes.add(scope);
@@ -182,7 +183,7 @@ export function batchedPageReads(transport: SqlTransport, alone: PageRead, batch
  * cuts each run at the largest limit, and each read keeps its own. `max_rows_to_read` is
  * checked against the granules the conditions select, before any is read (on one node; on
  * a cluster each shard checks its own, and the initiator the total as rows arrive). No
- * device_id read is ever batched, so the settings are those of every other read.
+ * device_id read is ever batched, so every read of a batch reads the events table.
  */
 export function batchSql(batch: readonly BatchedRead[], maxRows: number): { sql: string; params: Record<string, SqlParam> } {
   const params: Record<string, SqlParam> = {};
@@ -197,6 +198,6 @@ export function batchSql(batch: readonly BatchedRead[], maxRows: number): { sql:
     WHERE ${alternatives.join('\n      OR ')}
     ORDER BY org_id DESC, project_id DESC, occurred_at DESC, id DESC
     LIMIT {limit:UInt32} BY org_id, project_id
-    SETTINGS ${[...pageSettings({}), `max_rows_to_read = ${maxRows}`, "read_overflow_mode = 'throw'"].join(', ')}`;
+    SETTINGS ${[...PAGE_SETTINGS, `max_rows_to_read = ${maxRows}`, "read_overflow_mode = 'throw'"].join(', ')}`;
   return { sql, params };
 }

@@ -12,15 +12,21 @@ import { readDistinct } from './fold-copies.js';
 import type { SqlTransport } from './sql-transport.js';
 import { batchedPageReads, PAGE_BATCHING, type PageBatching, type PageRead } from './batched-page-reads.js';
 import { NIL_UUID } from '../ids/uuid.js';
+import { DEVICE_EVENTS_TABLE, readsByDevice } from './device-events.js';
 
 /**
  * Inserts into the tables a batch is written to that carry no row: they take the inserts'
  * own path (the client, the engine, the tables being there and writable) and leave
  * nothing behind, so they can be sent whenever the consumer needs to ask. A row of its own
- * would show in a feed. Both tables: a batch that failed on its spans is the store's
- * fault, not its events', when the spans table cannot take a write.
+ * would show in a feed. Every table a batch writes, the device table through its view
+ * included: a batch that failed on one of them is the store's fault, not its events',
+ * when that table cannot take a write.
  */
-const PROBE_WRITES = ['INSERT INTO event_spans SELECT * FROM event_spans WHERE 0', 'INSERT INTO events SELECT * FROM events WHERE 0'];
+const PROBE_WRITES = [
+  'INSERT INTO event_spans SELECT * FROM event_spans WHERE 0',
+  `INSERT INTO ${DEVICE_EVENTS_TABLE} SELECT * FROM ${DEVICE_EVENTS_TABLE} WHERE 0`,
+  'INSERT INTO events SELECT * FROM events WHERE 0',
+];
 
 /**
  * The occurred_at of the newest event of the page's query (filters, cursor) in `window`,
@@ -31,6 +37,8 @@ async function newestEventIn(transport: SqlTransport, query: FeedQuery, window: 
   const [row] = await transport.query<{ occurred_at: string }>(sql, params);
   return row?.occurred_at;
 }
+
+const toFeedEvent = (row: EventRow) => ({ event: fromEventRow(row), position: { occurredAt: row.occurred_at, id: row.id } });
 
 export interface FeedReadOptions {
   /** The clock the first window starts below when a page has no cursor or `until`. */
@@ -69,6 +77,12 @@ export function createClickHouseEventStore(transport: SqlTransport, options: Fee
       for (const probe of PROBE_WRITES) await transport.command(probe);
     },
     async listEvents(query: FeedQuery): Promise<FeedSlice> {
+      if (readsByDevice(query.filters)) {
+        // One query over the whole range: the device table holds only the device's rows
+        // side by side, so windows would only add queries (docs/decisions/device-pages.md).
+        const rows = await readDistinct((after, limit) => readPage({ ...query, after, limit }, {}), query.after, query.limit);
+        return { events: rows.map(toFeedEvent) };
+      }
       const nowMs = now();
       const walk = windowWalk(query, nowMs, hints.plan(query, plan));
       const rows: EventRow[] = [];
@@ -122,7 +136,7 @@ export function createClickHouseEventStore(transport: SqlTransport, options: Fee
         skipped = true;
         walk.skipTo(storeTextMs(newest));
       }
-      const events = rows.map((row) => ({ event: fromEventRow(row), position: { occurredAt: row.occurred_at, id: row.id } }));
+      const events = rows.map(toFeedEvent);
       const last = rows.at(-1);
       // A page that skipped a gap says nothing about the scope's rate.
       if (rows.length >= query.limit && last !== undefined && !skipped) hints.learn(query, windowsStart(query, nowMs) - storeTextMs(last.occurred_at), plan);

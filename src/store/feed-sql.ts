@@ -1,5 +1,6 @@
+import { pageTable } from './device-events.js';
 import { EVENT_COLUMNS } from './event-rows.js';
-import type { FeedFilters, FeedQuery } from './event-store.js';
+import type { FeedQuery } from './event-store.js';
 import type { FeedWindow } from './feed-windows.js';
 import { filterConditions } from './filter-sql.js';
 import type { SqlParam, SqlParams } from './sql-transport.js';
@@ -25,12 +26,7 @@ const KEYSET = `occurred_at <= {after_t:DateTime64(6, 'UTC')} AND (occurred_at <
  * Applied with a SETTINGS clause, so both engines (chDB and the server, also behind a
  * Distributed table) and anyone re-sending this SQL run it with the same settings.
  */
-const FEED_SETTINGS = ['max_threads = 1'];
-/**
- * The by_device projection serves only the device_id filter; without that filter,
- * weighing it is planning time spent on every page for nothing.
- */
-const WITHOUT_PROJECTIONS = 'optimize_use_projections = 0';
+export const PAGE_SETTINGS: readonly string[] = ['max_threads = 1'];
 
 /**
  * The WHERE of one page read, over the whole range (`window` absent: the plain query) or
@@ -58,10 +54,10 @@ export function pageConditions(query: Omit<FeedQuery, 'limit'>, window: FeedWind
   return { where, params };
 }
 
-/** The settings of a page read: the projection is weighed only for the filter it serves. */
-export const pageSettings = (filters: FeedFilters): readonly string[] => (filters.deviceId === undefined ? [...FEED_SETTINGS, WITHOUT_PROJECTIONS] : FEED_SETTINGS);
-
-/** A page's SQL: its conditions (`pageConditions`), read in reverse sort-key order up to its limit. */
+/**
+ * A page's SQL: its conditions (`pageConditions`), read in reverse sort-key order up to its
+ * limit, from the events table or, filtered by device, the device table (src/store/device-events.ts).
+ */
 export function feedSql(query: FeedQuery, window: FeedWindow = {}, columns: readonly string[] = EVENT_COLUMNS): { sql: string; params: SqlParams } {
   const { where, params } = pageConditions(query, window);
   params['limit'] = query.limit;
@@ -69,11 +65,11 @@ export function feedSql(query: FeedQuery, window: FeedWindow = {}, columns: read
   // reading it in reverse order, so rows read grew with the project. Redelivered copies
   // come back adjacent and listEvents folds them (docs/decisions/feed-storage.md).
   const sql = `SELECT ${columns.join(', ')}
-    FROM events
+    FROM ${pageTable(query.filters)}
     WHERE ${where.join(' AND ')}
     ORDER BY occurred_at DESC, id DESC
     LIMIT {limit:UInt32}
-    SETTINGS ${pageSettings(query.filters).join(', ')}`;
+    SETTINGS ${PAGE_SETTINGS.join(', ')}`;
   return { sql, params };
 }
 
@@ -89,7 +85,7 @@ export function olderEventSql(query: Pick<FeedQuery, 'orgId' | 'projectId' | 'fi
     where.push("occurred_at >= {since:DateTime64(6, 'UTC')}");
     params['since'] = query.filters.since;
   }
-  const sql = `SELECT 1 AS found FROM events WHERE ${where.join(' AND ')} LIMIT 1 SETTINGS ${pageSettings({}).join(', ')}`;
+  const sql = `SELECT 1 AS found FROM events WHERE ${where.join(' AND ')} LIMIT 1 SETTINGS ${PAGE_SETTINGS.join(', ')}`;
   return { sql, params };
 }
 

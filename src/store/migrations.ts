@@ -1,3 +1,4 @@
+import { DEVICE_EVENTS_TABLE, deviceEventsSelect } from './device-events.js';
 import { EVENT_SPANS_COLUMNS, EVENT_SPANS_ORDER, eventSpansSelect } from './event-spans.js';
 import type { SqlTransport } from './sql-transport.js';
 
@@ -16,6 +17,23 @@ export type StoreLayout =
       readonly replicated: boolean;
     };
 
+/** The columns of an event row; `deviceId` is the device column's type (nullable in events, never null in the device table). */
+const eventColumns = (deviceId: 'Nullable(UUID)' | 'UUID'): string => `org_id UUID,
+    project_id UUID,
+    occurred_at DateTime64(6, 'UTC'),
+    id UUID,
+    domain LowCardinality(String),
+    entity LowCardinality(String),
+    action LowCardinality(String),
+    correlation_id Nullable(UUID),
+    device_id ${deviceId},
+    fleet_id Nullable(UUID),
+    payload Nullable(String) CODEC(ZSTD(3)),
+    source_service LowCardinality(Nullable(String)),
+    span_id Nullable(String),
+    trace_id Nullable(String),
+    ingested_at DateTime64(3, 'UTC') DEFAULT now64(3)`;
+
 interface TableSpec {
   readonly name: string;
   readonly columns: string;
@@ -28,13 +46,6 @@ interface TableSpec {
    * as it is). Parts written before the ALTER get the index when merges rewrite them.
    */
   readonly addedIndexes?: readonly string[];
-  /**
-   * Table settings, set with ALTER … MODIFY SETTING so that an existing table gains them
-   * too, before the projections (which may depend on them) are added.
-   */
-  readonly settings?: readonly string[];
-  /** Projections added with ALTER … ADD PROJECTION IF NOT EXISTS, for the same reason as addedIndexes. */
-  readonly projections?: readonly string[];
   /** Distributed tables route rows by this: every read the gateway makes names all its columns, so it reads one shard. */
   readonly shardingKey: string;
 }
@@ -49,21 +60,7 @@ interface TableSpec {
 const TABLES: readonly TableSpec[] = [
   {
     name: 'events',
-    columns: `org_id UUID,
-    project_id UUID,
-    occurred_at DateTime64(6, 'UTC'),
-    id UUID,
-    domain LowCardinality(String),
-    entity LowCardinality(String),
-    action LowCardinality(String),
-    correlation_id Nullable(UUID),
-    device_id Nullable(UUID),
-    fleet_id Nullable(UUID),
-    payload Nullable(String) CODEC(ZSTD(3)),
-    source_service LowCardinality(Nullable(String)),
-    span_id Nullable(String),
-    trace_id Nullable(String),
-    ingested_at DateTime64(3, 'UTC') DEFAULT now64(3),
+    columns: `${eventColumns('Nullable(UUID)')},
     INDEX device_idx device_id TYPE bloom_filter GRANULARITY 4,
     INDEX fleet_idx fleet_id TYPE bloom_filter GRANULARITY 4`,
     engine: { family: 'ReplacingMergeTree', args: 'ingested_at' },
@@ -86,11 +83,20 @@ const TABLES: readonly TableSpec[] = [
       'entity_idx entity TYPE set(0) GRANULARITY 1',
       'action_idx action TYPE set(0) GRANULARITY 1',
     ],
-    // A ReplacingMergeTree refuses projections unless merges say what to do with them: rebuild them from the merged rows.
-    settings: ["deduplicate_merge_projection_mode = 'rebuild'"],
-    // The device_id filter keeps a page a short read of one device's range: through the
-    // table's own order it read 4.3M of 10M rows (bench, one device in 1,000).
-    projections: ['by_device (SELECT * ORDER BY (org_id, project_id, device_id, occurred_at, id))'],
+    shardingKey: 'cityHash64(org_id, project_id)',
+  },
+  // The events that name a device, ordered by it, filled by deviceEventsView below
+  // (docs/decisions/device-pages.md): a device's page is one short reverse read. Partitioned
+  // as events are, so that a month dropped from one goes from both; copies fold as in events.
+  // Granules of 1,024 rows: a page reads the newest granule of the device in every
+  // partition it reaches, so a granule is what a month of history costs a page.
+  {
+    name: DEVICE_EVENTS_TABLE,
+    columns: eventColumns('UUID'),
+    engine: { family: 'ReplacingMergeTree', args: 'ingested_at' },
+    clauses: `PARTITION BY toYYYYMM(occurred_at)
+  ORDER BY (org_id, project_id, device_id, occurred_at, id)
+  SETTINGS index_granularity = 1024`,
     shardingKey: 'cityHash64(org_id, project_id)',
   },
   // Where each scope's events lie in time (src/store/event-spans.ts), filled by spansView below;
@@ -145,25 +151,49 @@ function addIndexes(t: TableSpec, table: string, onCluster: string): string[] {
 }
 
 /**
- * Settings, then projections, after the table exists. Parts written before the ALTER get
- * the projection when merges rewrite them (no MATERIALIZE here: a mutation of every part
- * at every start); until then ClickHouse reads those parts from the table itself.
+ * A table kept from the events by a materialized view. The view runs on every insert into
+ * the events table of the node that takes the insert, so on a cluster it sits on the local
+ * tables; rows written before the view existed are copied by a backfill.
  */
-function addProjections(t: TableSpec, table: string, onCluster: string): string[] {
-  return [
-    ...(t.settings === undefined ? [] : [`ALTER TABLE ${table}${onCluster} MODIFY SETTING ${t.settings.join(', ')}`]),
-    ...(t.projections ?? []).map((p) => `ALTER TABLE ${table}${onCluster} ADD PROJECTION IF NOT EXISTS ${p}`),
-  ];
+interface DerivedTable {
+  /** The table the view writes, and the backfill's name in store_backfills. */
+  readonly table: string;
+  /** The rows of `source` the table holds, those `where` keeps when it is given. */
+  readonly select: (source: string, where?: string) => string;
+}
+
+const DERIVED: readonly DerivedTable[] = [
+  { table: DEVICE_EVENTS_TABLE, select: deviceEventsSelect },
+  { table: 'event_spans', select: eventSpansSelect },
+];
+
+const viewName = (derived: DerivedTable) => `${derived.table}_view`;
+
+function view(derived: DerivedTable, layout: StoreLayout): string {
+  const name = viewName(derived);
+  if (layout.kind === 'single') return `CREATE MATERIALIZED VIEW IF NOT EXISTS ${name} TO ${derived.table} AS\n  ${derived.select('events')}`;
+  const onCluster = layout.replicated ? ` ON CLUSTER ${layout.cluster}` : '';
+  return `CREATE MATERIALIZED VIEW IF NOT EXISTS ${name}${onCluster} TO ${derived.table}_local AS\n  ${derived.select('events_local')}`;
+}
+
+/** A projection an earlier version created, and the statement that drops it. */
+interface RetiredProjection {
+  readonly table: string;
+  readonly name: string;
+  readonly drop: string;
 }
 
 /**
- * The materialized view that keeps event_spans: it runs on every insert into the events
- * table of the node that takes the insert, so on a cluster it sits on the local tables.
+ * What earlier versions created and this one replaced, dropped once what replaced it is
+ * filled. The by_device projection served device pages before the device table did; kept,
+ * it would cost every insert a second sorted copy of the rows for nothing.
  */
-function spansView(layout: StoreLayout): string {
-  if (layout.kind === 'single') return `CREATE MATERIALIZED VIEW IF NOT EXISTS event_spans_view TO event_spans AS\n  ${eventSpansSelect('events')}`;
-  const onCluster = layout.replicated ? ` ON CLUSTER ${layout.cluster}` : '';
-  return `CREATE MATERIALIZED VIEW IF NOT EXISTS event_spans_view${onCluster} TO event_spans_local AS\n  ${eventSpansSelect('events_local')}`;
+export function retiredProjections(layout: StoreLayout): RetiredProjection[] {
+  const [table, onCluster] = layout.kind === 'single' ? ['events', ''] : ['events_local', layout.replicated ? ` ON CLUSTER ${layout.cluster}` : ''];
+  // Without alter_sync = 0 the ALTER waits for the mutation that removes the projection's
+  // files from every part, which waits for the merges it joins: a start would hang on a
+  // busy table (or one whose merges are stopped) for as long.
+  return [{ table, name: 'by_device', drop: `ALTER TABLE ${table}${onCluster} DROP PROJECTION IF EXISTS by_device SETTINGS alter_sync = 0` }];
 }
 
 /** Each table's DDL: on one node the table itself; on a cluster a local table and a Distributed one over it. */
@@ -172,14 +202,12 @@ function tableStatements(layout: StoreLayout): string[] {
     return TABLES.flatMap((t) => [
       `CREATE TABLE IF NOT EXISTS ${t.name} (\n    ${t.columns}\n  ) ENGINE = ${engineOf(t, false)}\n  ${t.clauses}`,
       ...addIndexes(t, t.name, ''),
-      ...addProjections(t, t.name, ''),
     ]);
   }
   const onCluster = layout.replicated ? ` ON CLUSTER ${layout.cluster}` : '';
   return TABLES.flatMap((t) => [
     `CREATE TABLE IF NOT EXISTS ${t.name}_local${onCluster} (\n    ${t.columns}\n  ) ENGINE = ${engineOf(t, layout.replicated)}\n  ${t.clauses}`,
     ...addIndexes(t, `${t.name}_local`, onCluster),
-    ...addProjections(t, `${t.name}_local`, onCluster),
     `CREATE TABLE IF NOT EXISTS ${t.name}${onCluster} AS ${t.name}_local\n  ENGINE = Distributed(${layout.cluster}, currentDatabase(), ${t.name}_local, ${t.shardingKey})`,
   ]);
 }
@@ -193,26 +221,38 @@ function backfillsTable(layout: StoreLayout): string {
   return `CREATE TABLE IF NOT EXISTS store_backfills${onCluster} (name String, done_at DateTime64(3, 'UTC') DEFAULT now64(3)) ENGINE = MergeTree ORDER BY name`;
 }
 
-/** Idempotent DDL for the layout, run at every start: the tables, the view between two of them, the backfills' ledger. */
+/** Idempotent DDL for the layout, run at every start: the tables, the views that keep the derived ones, the backfills' ledger. */
 export function migrationStatements(layout: StoreLayout): string[] {
-  return [...tableStatements(layout), spansView(layout), backfillsTable(layout)];
+  return [...tableStatements(layout), ...DERIVED.map((derived) => view(derived, layout)), backfillsTable(layout)];
+}
+
+/** What a backfill is: its name in the ledger, the table it reads, its view, and its statement for one month. */
+export interface Backfill {
+  readonly name: string;
+  readonly source: string;
+  readonly view: string;
+  readonly statement: string;
 }
 
 /**
- * The spans of the events written before the view existed, one month (one partition) per
- * statement, so that no statement reads more than a month of events and each stays within
- * the client's request timeout. On a replicated cluster the node the gateway reaches fills
- * every shard through the Distributed tables (each row written before the insert returns);
- * on a cluster without Keeper every shard runs its own migrations, so each fills its own.
+ * The derived tables' rows of the events written before their views existed, one month
+ * (one partition) per statement, so that no statement reads more than a month of events
+ * and each stays within the client's request timeout. On a replicated cluster the node the
+ * gateway reaches fills every shard through the Distributed tables (each row written
+ * before the insert returns); on a cluster without Keeper every shard runs its own
+ * migrations, so each fills its own.
  */
-export function spansBackfill(layout: StoreLayout): { readonly source: string; readonly statement: string } {
-  const [target, source, settings] =
-    layout.kind === 'single'
-      ? ['event_spans', 'events', '']
-      : layout.replicated
-        ? ['event_spans', 'events', ' SETTINGS distributed_foreground_insert = 1']
-        : ['event_spans_local', 'events_local', ''];
-  return { source, statement: `INSERT INTO ${target}${settings} ${eventSpansSelect(source, 'toYYYYMM(occurred_at) = {month:UInt32}')}` };
+export function backfills(layout: StoreLayout): Backfill[] {
+  return DERIVED.map((derived) => {
+    const [target, source, settings] =
+      layout.kind === 'single'
+        ? [derived.table, 'events', '']
+        : layout.replicated
+          ? [derived.table, 'events', ' SETTINGS distributed_foreground_insert = 1']
+          : [`${derived.table}_local`, 'events_local', ''];
+    const statement = `INSERT INTO ${target}${settings} ${derived.select(source, 'toYYYYMM(occurred_at) = {month:UInt32}')}`;
+    return { name: derived.table, source, view: viewName(derived), statement };
+  });
 }
 
 /** The months from `first` to `last`, both YYYYMM. */
@@ -231,20 +271,19 @@ export function monthsBetween(first: number, last: number): number[] {
  */
 export const BACKFILL_SETTLE_MS = 15_000;
 
-const countOf = async (transport: SqlTransport, sql: string): Promise<number> => Number((await transport.query<{ n: number | string }>(sql))[0]?.n ?? 0);
-
 /**
  * Waits until the view is `settleMs` old, where another process may write the table: not
  * on chDB, whose directory one process owns, and not on a table with no rows, which no
  * earlier version has written. Counted from the view's creation, not from this start, so a
  * start after a crashed backfill, or a second process starting meanwhile, waits as long.
  */
-async function settleAfterView(transport: SqlTransport, source: string, settleMs: number): Promise<void> {
+async function settleAfterView(transport: SqlTransport, source: string, view: string, settleMs: number): Promise<void> {
   if (transport.kind === 'chdb') return;
   const [row] = await transport.query<{ rows: number | string; age_ms: number | string }>(
     `SELECT (SELECT count() FROM ${source}) AS rows,
       toUnixTimestamp64Milli(now64(3)) - 1000 * toUnixTimestamp(metadata_modification_time) AS age_ms
-    FROM system.tables WHERE database = currentDatabase() AND name = 'event_spans_view'`,
+    FROM system.tables WHERE database = currentDatabase() AND name = {view:String}`,
+    { view },
   );
   if (row === undefined || Number(row.rows) === 0) return;
   // The creation time is in whole seconds: a second more.
@@ -257,18 +296,30 @@ export interface MigrateOptions {
   readonly settleMs?: number;
 }
 
-export async function migrate(transport: SqlTransport, layout: StoreLayout = { kind: 'single' }, options: MigrateOptions = {}): Promise<void> {
-  for (const ddl of migrationStatements(layout)) await transport.command(ddl);
-  if ((await countOf(transport, "SELECT count() AS n FROM store_backfills WHERE name = 'event_spans'")) > 0) return;
-  const { source, statement } = spansBackfill(layout);
-  await settleAfterView(transport, source, options.settleMs ?? BACKFILL_SETTLE_MS);
+async function runBackfill(transport: SqlTransport, backfill: Backfill, settleMs: number): Promise<void> {
+  const done = await transport.query<{ n: number | string }>('SELECT count() AS n FROM store_backfills WHERE name = {name:String}', { name: backfill.name });
+  if (Number(done[0]?.n ?? 0) > 0) return;
+  await settleAfterView(transport, backfill.source, backfill.view, settleMs);
   // min and max of the partition key are read from the parts' own minmax indexes.
   const [range] = await transport.query<{ rows: number | string; first: number | string; last: number | string }>(
-    `SELECT count() AS rows, toYYYYMM(min(occurred_at)) AS first, toYYYYMM(max(occurred_at)) AS last FROM ${source}`,
+    `SELECT count() AS rows, toYYYYMM(min(occurred_at)) AS first, toYYYYMM(max(occurred_at)) AS last FROM ${backfill.source}`,
   );
   if (range !== undefined && Number(range.rows) > 0) {
-    for (const month of monthsBetween(Number(range.first), Number(range.last))) await transport.command(statement, { month });
+    for (const month of monthsBetween(Number(range.first), Number(range.last))) await transport.command(backfill.statement, { month });
   }
   // Recorded only once every month has run: a crash in between runs it all again, which is safe.
-  await transport.command("INSERT INTO store_backfills (name) VALUES ('event_spans')");
+  await transport.command('INSERT INTO store_backfills (name) VALUES ({name:String})', { name: backfill.name });
+}
+
+export async function migrate(transport: SqlTransport, layout: StoreLayout = { kind: 'single' }, options: MigrateOptions = {}): Promise<void> {
+  for (const ddl of migrationStatements(layout)) await transport.command(ddl);
+  for (const backfill of backfills(layout)) await runBackfill(transport, backfill, options.settleMs ?? BACKFILL_SETTLE_MS);
+  for (const retired of retiredProjections(layout)) {
+    // Dropping one is a mutation, even of a projection that is not there: only where it is.
+    const [found] = await transport.query<{ n: number | string }>(
+      'SELECT count() AS n FROM system.projections WHERE database = currentDatabase() AND table = {table:String} AND name = {name:String}',
+      { table: retired.table, name: retired.name },
+    );
+    if (Number(found?.n ?? 0) > 0) await transport.command(retired.drop);
+  }
 }

@@ -18,7 +18,7 @@ export type SqlParams = Readonly<Record<string, SqlParam>>;
  *   RFC 3339, can be its row (src/store/event-row-text.ts). The store's own timestamp
  *   text reads the same under it.
  * - The partitions one insert may span: src/store/event-batches.ts splits below it.
- * - A materialized view's failure does not fail the insert (below).
+ * - A materialized view's failure fails the insert (below).
  * - One thread parses the body. Split across threads, an ingest batch cost the server 8–16%
  *   more CPU per event and took longer (docs/decisions/ingestion.md), its threads taking
  *   cores from the consumer and the broker; ingestion keeps two inserts in flight, which
@@ -30,10 +30,13 @@ export const INSERT_SETTINGS = {
   input_format_parallel_parsing: 0,
   // A UInt64 setting, which the server client types as text.
   max_partitions_per_insert_block: String(ENGINE_MAX_PARTITIONS_PER_INSERT),
-  // The store writes each batch's spans itself, before its events (src/store/event-spans.ts):
-  // the view that writes them again for other writers must not fail the events' insert
-  // after their part is written, or a stored batch would be retried and refused.
-  materialized_views_ignore_errors: 1,
+  // The device table is written only by its view (src/store/device-events.ts): a view's
+  // failure ignored would leave an event stored and missing from its device's pages for
+  // good. Failed, the batch is retried and its events folded as any redelivered copy; the
+  // consumer's write probe covers every table a view writes, so a table that cannot take
+  // a write is the store's fault, never the rows'. Set, so a server profile cannot turn
+  // it on.
+  materialized_views_ignore_errors: 0,
 } as const;
 
 /** One row as JSONEachRow text: a JSON object whose members are columns. Bytes are UTF-8. */

@@ -62,6 +62,9 @@ describe('the gateway on a ClickHouse cluster, through Distributed tables [click
       // On the local table: it runs on the inserts each shard takes.
       'event_spans_view MaterializedView',
       'events Distributed',
+      'events_by_device Distributed',
+      'events_by_device_local ReplacingMergeTree',
+      'events_by_device_view MaterializedView',
       'events_local ReplacingMergeTree',
       'idempotency_keys Distributed',
       'idempotency_keys_local MergeTree',
@@ -169,5 +172,19 @@ describe('the gateway on a ClickHouse cluster, through Distributed tables [click
     expect(plan).to.match(/ReadFromMergeTree \(\w+\.events_local\)/);
     expect(plan).to.match(/Read type: InReverseOrder/);
     expect(plan.slice(plan.indexOf('PrimaryKey'))).to.match(/project_id in \[/);
+  });
+
+  it("reads a device page in one query of the device table's local table on the shard, in reverse order", async () => {
+    const tenant = gw!.tenant();
+    const device = uuid();
+    await gw!.seed(eventSeries(30, { org_id: tenant.orgId, project_id: tenant.projectId, device_id: device }));
+    const { sql: query, params } = feedSql({ orgId: tenant.orgId, projectId: tenant.projectId, filters: { deviceId: device }, after: undefined, limit: 51 });
+    const plan = (await sql!.query<{ explain: string }>(`EXPLAIN indexes = 1 ${query}`, params)).map((r) => r.explain).join('\n');
+    expect(plan).to.match(/ReadFromMergeTree \(\w+\.events_by_device_local\)/);
+    expect(plan).to.match(/Read type: InReverseOrder/);
+    const counted = recordingTransport(sql!);
+    const page = await createClickHouseEventStore(counted, { batching: false }).listEvents({ orgId: tenant.orgId, projectId: tenant.projectId, filters: { deviceId: device }, after: undefined, limit: 10 });
+    expect(page.events.map((e) => e.event.device_id)).to.deep.equal(Array.from({ length: 10 }, () => device));
+    expect(counted.sent, 'one query').to.have.length(1);
   });
 });

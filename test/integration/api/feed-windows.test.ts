@@ -202,12 +202,14 @@ describeOnEachStore('feed windows: bounded pages equal the plain query', (gatewa
     // The span of (project, action) holds nothing: the first empty window ends the walk.
     const spanned = await walk(fewProbes, { ...project.scope, filters: { action: 'never-happened' } }, [10]);
     expect(spanned).to.deep.equal([[]]);
-    // A device filter has no span. A page's five windows span 78 minutes: about 11 pages
+    // A fleet filter has no span. A page's five windows span 78 minutes: about 11 pages
     // reach the oldest event, 14 hours back, and nothing ends the walk there but the
     // project's own oldest event (1900 is a million pages on).
-    const unspanned = await walk(fewProbes, { ...project.scope, filters: { deviceId: uuid() } }, [10]);
+    const unspanned = await walk(fewProbes, { ...project.scope, filters: { fleetId: uuid() } }, [10]);
     expect(unspanned.flat()).to.deep.equal([]);
     expect(unspanned.length).to.be.within(2, 40);
+    // A device's page reads the device table's whole range at once (docs/decisions/device-pages.md): one page.
+    expect(await walk(fewProbes, { ...project.scope, filters: { deviceId: uuid() } }, [10])).to.deep.equal([[]]);
   });
 
   it('matches the plain query on random histories and random page walks', async function () {
@@ -309,13 +311,14 @@ describeOnEachStore('feed windows: the probes a page makes are bounded', (gatewa
     expect(await walk(store, scope, [10])).to.deep.equal(await walk(plain, scope, [10]));
   });
 
-  it('answers a filter that matches nothing in a year of history in two queries where a span answers it, six where none does, and ends the walk there', async () => {
+  it('answers a filter that matches nothing in a year of history in two queries where a span answers it, six where none does, one for a device, and ends the walk there', async () => {
     const scope = await projectAt(Array.from({ length: 40 }, (_, i) => days(i * 9)));
     const cases: [FeedFilters, number][] = [
       [{ action: 'never-happened' }, 2],
       [{ domain: 'nowhere', entity: 'nothing' }, 2],
-      // Device and fleet have no span: four windows, a skip that finds nothing, the check below.
-      [{ deviceId: uuid() }, 6],
+      // A device's page is one query of the device table, whatever it finds.
+      [{ deviceId: uuid() }, 1],
+      // Fleet has no span: four windows, a skip that finds nothing, the check below.
       [{ fleetId: uuid() }, 6],
     ];
     for (const [filters, expected] of cases) {

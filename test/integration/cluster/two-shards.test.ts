@@ -10,6 +10,7 @@ import { createClickHouseServerTransport } from '../../../src/store/clickhouse-s
 import type { SqlTransport } from '../../../src/store/sql-transport.js';
 import { canonicalEvent, eventSeries, uuid } from '../../support/factories.js';
 import { isBatchOfReads, recordingTransport } from '../../support/recording-transport.js';
+import { rowsRead } from '../../support/rows-read.js';
 import { startTestGateway, type Tenant, type TestGateway } from '../../support/test-gateway.js';
 import { waitFor } from '../../support/wait-for.js';
 import { clusterGatewayEnv, clusterInfra, type ClusterInfra } from './cluster-suite.js';
@@ -104,6 +105,9 @@ describe('the gateway on two ClickHouse shards [cluster]', function () {
         'event_spans_local AggregatingMergeTree',
         'event_spans_view MaterializedView',
         'events Distributed',
+        'events_by_device Distributed',
+        'events_by_device_local ReplacingMergeTree',
+        'events_by_device_view MaterializedView',
         'events_local ReplacingMergeTree',
         'idempotency_keys Distributed',
         'idempotency_keys_local MergeTree',
@@ -189,6 +193,29 @@ describe('the gateway on two ClickHouse shards [cluster]', function () {
     // page's run out below the oldest event and ask once whether anything older exists.
     const queries = (await selectQueries(2)) - before - idle;
     expect(queries, 'queries on shard 2 while paging a shard-2 project').to.be.within(second.pages + 1, second.pages * (WINDOW_PLAN.probes + 1));
+  });
+
+  it("reads a device page as one query of its shard's device table, a granule a month of the device's history at most", async () => {
+    const months = 20;
+    for (const shard of [1, 2]) {
+      const tenant = await tenantOn(shard, 1);
+      const device = uuid();
+      // Months no other test writes, so that the device table's parts there hold this device alone.
+      const start = Date.parse('2041-12-31T00:00:00Z');
+      const history = Array.from({ length: 200 }, (_, k) =>
+        canonicalEvent({ org_id: tenant.orgId, project_id: tenant.projectId, device_id: device, occurred_at: new Date(start - k * 3 * 86_400_000).toISOString() }),
+      );
+      await gw.seed(history);
+      const query: FeedQuery = { orgId: tenant.orgId, projectId: tenant.projectId, filters: { deviceId: device }, after: undefined, limit: 51 };
+      const counted = recordingTransport(entry);
+      const page = await createClickHouseEventStore(counted, { batching: false }).listEvents(query);
+      expect(page.events.map((e) => e.event.id), `shard ${shard}`).to.deep.equal(history.slice(0, 51).map((e) => e.id));
+      expect(counted.sent, `one query, shard ${shard}`).to.have.length(1);
+      const { sql, params } = feedSql(query);
+      const read = await rowsRead(gw.config, sql, params);
+      // The entry node's summary counts the remote shard's reads too.
+      expect(read, `rows read for a page of a device on shard ${shard}`).to.be.within(51, months * 1024 + 51);
+    }
   });
 
   it('reads the pages of projects on both shards at once, in batches through the Distributed table, each page as read alone', async () => {

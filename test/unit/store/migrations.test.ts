@@ -1,16 +1,14 @@
 import { expect } from 'chai';
-import { migrationStatements, monthsBetween, spansBackfill } from '../../../src/store/migrations.js';
+import { backfills, migrationStatements, monthsBetween } from '../../../src/store/migrations.js';
 
-const TABLES = ['events', 'event_spans', 'idempotency_keys', 'command_log'];
+const TABLES = ['events', 'events_by_device', 'event_spans', 'idempotency_keys', 'command_log'];
 /** Each node's own record of the backfills it ran, created after the tables and the view. */
 const LEDGER = 'store_backfills';
 const CREATED = /^CREATE TABLE IF NOT EXISTS (\w+)/;
 const INGESTED_INDEX = 'ADD INDEX IF NOT EXISTS ingested_idx ingested_at TYPE minmax GRANULARITY 1';
 const PROJECT_INDEX = 'ADD INDEX IF NOT EXISTS project_idx project_id TYPE set(0) GRANULARITY 1';
 const FILTER_INDEXES = ['domain', 'entity', 'action'].map((column) => `ADD INDEX IF NOT EXISTS ${column}_idx ${column} TYPE set(0) GRANULARITY 1`);
-const PROJECTION_MODE = "MODIFY SETTING deduplicate_merge_projection_mode = 'rebuild'";
-const DEVICE_PROJECTION = 'ADD PROJECTION IF NOT EXISTS by_device (SELECT * ORDER BY (org_id, project_id, device_id, occurred_at, id))';
-const ALTERS = [INGESTED_INDEX, PROJECT_INDEX, ...FILTER_INDEXES, PROJECTION_MODE, DEVICE_PROJECTION];
+const ALTERS = [INGESTED_INDEX, PROJECT_INDEX, ...FILTER_INDEXES];
 
 describe('migrations', () => {
   it('creates the tables on one node with MergeTree engines', () => {
@@ -20,14 +18,14 @@ describe('migrations', () => {
     for (const s of statements) expect(s).to.not.match(/ON CLUSTER|Replicated|Distributed/);
   });
 
-  it('adds the skip indexes, the projection setting and the device projection to the events table after creating it, so existing tables gain them too', () => {
+  it('adds the skip indexes to the events table after creating it, so existing tables gain them too', () => {
     const statements = migrationStatements({ kind: 'single' });
     expect(statements[0]).to.match(/^CREATE TABLE IF NOT EXISTS events \(/);
     expect(statements.filter((s) => s.startsWith('ALTER'))).to.deep.equal(ALTERS.map((a) => `ALTER TABLE events ${a}`));
     expect(statements.slice(1, 1 + ALTERS.length)).to.deep.equal(ALTERS.map((a) => `ALTER TABLE events ${a}`));
   });
 
-  it('puts the skip indexes and the projection on the local table of a cluster, never on the Distributed one', () => {
+  it('puts the skip indexes on the local table of a cluster, never on the Distributed one', () => {
     const replicated = migrationStatements({ kind: 'cluster', cluster: 'telemetry', replicated: true });
     const onLocal = ALTERS.map((a) => `ALTER TABLE events_local ON CLUSTER telemetry ${a}`);
     expect(replicated.filter((s) => s.startsWith('ALTER'))).to.deep.equal(onLocal);
@@ -44,7 +42,7 @@ describe('migrations', () => {
   it('creates replicated local tables and Distributed tables over them on every node of a cluster with Keeper', () => {
     const statements = migrationStatements({ kind: 'cluster', cluster: 'telemetry', replicated: true }).filter((s) => CREATED.test(s));
     expect(statements).to.have.length(TABLES.length * 2 + 1);
-    const [eventsLocal, events, spansLocal, spans, keysLocal, keys] = statements;
+    const [eventsLocal, events, devicesLocal, devices, spansLocal, spans, keysLocal, keys] = statements;
     expect(eventsLocal).to.match(/^CREATE TABLE IF NOT EXISTS events_local ON CLUSTER telemetry \(/);
     expect(eventsLocal).to.include("ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', ingested_at)");
     expect(eventsLocal).to.include('ORDER BY (org_id, project_id, occurred_at, id)');
@@ -52,6 +50,9 @@ describe('migrations', () => {
     expect(events).to.equal(
       'CREATE TABLE IF NOT EXISTS events ON CLUSTER telemetry AS events_local\n  ENGINE = Distributed(telemetry, currentDatabase(), events_local, cityHash64(org_id, project_id))',
     );
+    expect(devicesLocal).to.include("ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', ingested_at)");
+    // A device's events on its project's shard.
+    expect(devices).to.include('Distributed(telemetry, currentDatabase(), events_by_device_local, cityHash64(org_id, project_id))');
     expect(spansLocal).to.include("ENGINE = ReplicatedAggregatingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}')");
     // A project's span on its events' shard.
     expect(spans).to.include('Distributed(telemetry, currentDatabase(), event_spans_local, cityHash64(org_id, project_id))');
@@ -66,34 +67,55 @@ describe('migrations', () => {
     expect(statements[0]).to.include('ENGINE = ReplacingMergeTree(ingested_at)');
   });
 
-  it('keeps the spans with a view on the table that takes inserts: events on one node, the local table on a cluster', () => {
-    const view = (statements: string[]) => statements.filter((s) => s.startsWith('CREATE MATERIALIZED VIEW'));
-    const [single] = view(migrationStatements({ kind: 'single' }));
-    expect(single).to.match(/^CREATE MATERIALIZED VIEW IF NOT EXISTS event_spans_view TO event_spans AS\s+SELECT .* FROM events\s+GROUP BY org_id, project_id, domain, entity, action$/s);
-    const [replicated] = view(migrationStatements({ kind: 'cluster', cluster: 'telemetry', replicated: true }));
-    expect(replicated).to.match(/^CREATE MATERIALIZED VIEW IF NOT EXISTS event_spans_view ON CLUSTER telemetry TO event_spans_local AS\s+SELECT .* FROM events_local\s+GROUP/s);
-    const [plain] = view(migrationStatements({ kind: 'cluster', cluster: 'telemetry', replicated: false }));
-    expect(plain).to.match(/^CREATE MATERIALIZED VIEW IF NOT EXISTS event_spans_view TO event_spans_local AS\s+SELECT .* FROM events_local\s+GROUP/s);
-    for (const layout of [{ kind: 'single' } as const, { kind: 'cluster', cluster: 'telemetry', replicated: true } as const]) {
-      const statements = migrationStatements(layout);
+  it('keeps the spans and the device table with views on the table that takes inserts: events on one node, the local table on a cluster', () => {
+    const viewOf = (statements: string[], name: string) => statements.find((s) => s.startsWith(`CREATE MATERIALIZED VIEW IF NOT EXISTS ${name}`));
+    const single = migrationStatements({ kind: 'single' });
+    expect(viewOf(single, 'event_spans_view')).to.match(/^CREATE MATERIALIZED VIEW IF NOT EXISTS event_spans_view TO event_spans AS\s+SELECT .* FROM events\s+GROUP BY org_id, project_id, domain, entity, action$/s);
+    expect(viewOf(single, 'events_by_device_view')).to.match(
+      /^CREATE MATERIALIZED VIEW IF NOT EXISTS events_by_device_view TO events_by_device AS\s+SELECT .*assumeNotNull\(device_id\) AS device_id.* FROM events\s+WHERE device_id IS NOT NULL$/s,
+    );
+    const replicated = migrationStatements({ kind: 'cluster', cluster: 'telemetry', replicated: true });
+    expect(viewOf(replicated, 'event_spans_view')).to.match(/^CREATE MATERIALIZED VIEW IF NOT EXISTS event_spans_view ON CLUSTER telemetry TO event_spans_local AS\s+SELECT .* FROM events_local\s+GROUP/s);
+    expect(viewOf(replicated, 'events_by_device_view')).to.match(/^CREATE MATERIALIZED VIEW IF NOT EXISTS events_by_device_view ON CLUSTER telemetry TO events_by_device_local AS\s+SELECT .* FROM events_local\s+WHERE/s);
+    const plain = migrationStatements({ kind: 'cluster', cluster: 'telemetry', replicated: false });
+    expect(viewOf(plain, 'event_spans_view')).to.match(/^CREATE MATERIALIZED VIEW IF NOT EXISTS event_spans_view TO event_spans_local AS\s+SELECT .* FROM events_local\s+GROUP/s);
+    expect(viewOf(plain, 'events_by_device_view')).to.match(/^CREATE MATERIALIZED VIEW IF NOT EXISTS events_by_device_view TO events_by_device_local AS\s+SELECT .* FROM events_local\s+WHERE/s);
+    for (const statements of [single, replicated]) {
       const at = (prefix: RegExp) => statements.findIndex((s) => prefix.test(s));
-      // After both tables it joins, and before the ledger whose backfill it must precede.
-      expect(at(/^CREATE MATERIALIZED VIEW/)).to.be.greaterThan(at(/^CREATE TABLE IF NOT EXISTS event_spans\b/));
-      expect(at(/^CREATE MATERIALIZED VIEW/)).to.be.lessThan(at(/^CREATE TABLE IF NOT EXISTS store_backfills/));
+      // After every table they join, and before the ledger whose backfills they must precede.
+      for (const [view, table] of [['event_spans_view', /^CREATE TABLE IF NOT EXISTS event_spans\b/], ['events_by_device_view', /^CREATE TABLE IF NOT EXISTS events_by_device\b/]] as const) {
+        const created = at(new RegExp(`^CREATE MATERIALIZED VIEW IF NOT EXISTS ${view}`));
+        expect(created).to.be.greaterThan(at(table)).and.greaterThan(at(/^CREATE TABLE IF NOT EXISTS events\b/));
+        expect(created).to.be.lessThan(at(/^CREATE TABLE IF NOT EXISTS store_backfills/));
+      }
     }
   });
 
-  it('backfills the spans from the events a month at a time: through the Distributed tables on a replicated cluster, shard by shard without Keeper', () => {
-    const month = /WHERE toYYYYMM\(occurred_at\) = \{month:UInt32\}\s+GROUP BY org_id, project_id, domain, entity, action$/;
-    const single = spansBackfill({ kind: 'single' });
-    expect(single.source).to.equal('events');
-    expect(single.statement).to.match(/^INSERT INTO event_spans SELECT .* FROM events\s+/s).and.to.match(month);
+  it('orders the device table by device within a project, partitioned by month as events are, in granules of 1,024 rows', () => {
+    const created = migrationStatements({ kind: 'single' }).find((s) => s.startsWith('CREATE TABLE IF NOT EXISTS events_by_device ('));
+    expect(created).to.include('device_id UUID,');
+    expect(created).to.match(
+      /ENGINE = ReplacingMergeTree\(ingested_at\)\s+PARTITION BY toYYYYMM\(occurred_at\)\s+ORDER BY \(org_id, project_id, device_id, occurred_at, id\)\s+SETTINGS index_granularity = 1024$/,
+    );
+  });
+
+  it('backfills the spans and the device table from the events a month at a time: through the Distributed tables on a replicated cluster, shard by shard without Keeper', () => {
+    const month = /toYYYYMM\(occurred_at\) = \{month:UInt32\}/;
+    const byName = (layout: Parameters<typeof backfills>[0]) => Object.fromEntries(backfills(layout).map((b) => [b.name, b]));
+    const single = byName({ kind: 'single' });
+    expect(Object.keys(single)).to.have.members(['event_spans', 'events_by_device']);
+    expect(single['event_spans']).to.deep.include({ source: 'events', view: 'event_spans_view' });
+    expect(single['event_spans']!.statement).to.match(/^INSERT INTO event_spans SELECT .* FROM events\s+WHERE toYYYYMM\(occurred_at\) = \{month:UInt32\}\s+GROUP BY org_id, project_id, domain, entity, action$/s);
+    expect(single['events_by_device']).to.deep.include({ source: 'events', view: 'events_by_device_view' });
+    expect(single['events_by_device']!.statement).to.match(/^INSERT INTO events_by_device SELECT .* FROM events\s+WHERE device_id IS NOT NULL AND toYYYYMM\(occurred_at\) = \{month:UInt32\}$/s);
     // Each row written on its shard before the insert returns, so a page after the start sees it.
-    const replicated = spansBackfill({ kind: 'cluster', cluster: 'telemetry', replicated: true });
-    expect(replicated.statement).to.match(/^INSERT INTO event_spans SETTINGS distributed_foreground_insert = 1 SELECT .* FROM events\s+/s).and.to.match(month);
-    const plain = spansBackfill({ kind: 'cluster', cluster: 'telemetry', replicated: false });
-    expect(plain).to.deep.include({ source: 'events_local' });
-    expect(plain.statement).to.match(/^INSERT INTO event_spans_local SELECT .* FROM events_local\s+/s).and.to.match(month);
+    for (const backfill of backfills({ kind: 'cluster', cluster: 'telemetry', replicated: true })) {
+      expect(backfill.statement).to.match(new RegExp(`^INSERT INTO ${backfill.name} SETTINGS distributed_foreground_insert = 1 SELECT .* FROM events\\s+`, 's')).and.to.match(month);
+    }
+    for (const backfill of backfills({ kind: 'cluster', cluster: 'telemetry', replicated: false })) {
+      expect(backfill).to.deep.include({ source: 'events_local' });
+      expect(backfill.statement).to.match(new RegExp(`^INSERT INTO ${backfill.name}_local SELECT .* FROM events_local\\s+`, 's')).and.to.match(month);
+    }
   });
 
   it('walks the months of a backfill across the turn of a year', () => {

@@ -1,0 +1,91 @@
+/**
+ * What the device table costs to write and what it saves a device's page
+ * (docs/decisions/device-pages.md): the product (events_by_device, filled by its view),
+ * the by_device projection it replaced, and neither. Each variant gets a chDB store of its
+ * own, COUNT events of one project (1,000 devices) over MONTHS months, written as
+ * pre-encoded JSONEachRow in batches of 50,000; then the bytes on disk per event (every
+ * table), and a device's first page and the project's first page read ROUNDS times each
+ * with the SQL each variant's feed would send. Prints one JSON line per variant.
+ *   node --import tsx bench/support/device-table-cost.ts [COUNT] [ROUNDS] [MONTHS]
+ */
+import { randomUUID } from 'node:crypto';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { drainPending, Session } from 'chdb';
+import { DEVICE_EVENTS_TABLE } from '../../src/store/device-events.js';
+import { feedSql } from '../../src/store/feed-sql.js';
+import { storableEvent } from '../../src/store/event-rows.js';
+import { eventRowText } from '../../src/store/event-row-text.js';
+import { migrationStatements } from '../../src/store/migrations.js';
+import { INSERT_SETTINGS, jsonEachRowBody } from '../../src/store/sql-transport.js';
+import { telemetry } from './bench-events.js';
+
+const [count = '1000000', rounds = '200', months = '24'] = process.argv.slice(2);
+const PROJECTION = "ALTER TABLE events ADD PROJECTION by_device (SELECT * ORDER BY (org_id, project_id, device_id, occurred_at, id))";
+const PROJECTION_MODE = "ALTER TABLE events MODIFY SETTING deduplicate_merge_projection_mode = 'rebuild'";
+
+interface Variant {
+  /** Statements after the product's migrations. */
+  readonly after: readonly string[];
+  /** Where a device's page is read: the device table, or the events table (through the projection, or none). */
+  readonly devicePagesFrom: string;
+}
+
+const VARIANTS: Record<string, Variant> = {
+  'device table (the product)': { after: [], devicePagesFrom: DEVICE_EVENTS_TABLE },
+  'by_device projection (before)': { after: [`DROP VIEW ${DEVICE_EVENTS_TABLE}_view`, PROJECTION_MODE, PROJECTION], devicePagesFrom: 'events' },
+  neither: { after: [`DROP VIEW ${DEVICE_EVENTS_TABLE}_view`], devicePagesFrom: 'events' },
+};
+
+const orgId = randomUUID();
+const projectId = randomUUID();
+const spanMs = Number(months) * 30 * 86_400_000;
+const start = Date.now() - spanMs;
+const events = telemetry(Number(count), orgId, projectId).map((e, i) => ({ ...e, occurred_at: new Date(start + Math.floor((i * spanMs) / Number(count))).toISOString() }));
+const bodies: Buffer[] = [];
+for (let i = 0; i < events.length; i += 50_000) bodies.push(jsonEachRowBody(events.slice(i, i + 50_000).map((e) => eventRowText(storableEvent(e)))));
+const deviceId = events[events.length - 1]!.device_id!;
+
+for (const [name, variant] of Object.entries(VARIANTS)) {
+  const dir = mkdtempSync(join(tmpdir(), 'core-gateway-device-table-'));
+  const session = new Session(dir);
+  try {
+    for (const statement of [...migrationStatements({ kind: 'single' }), ...variant.after]) session.query(statement);
+    const started = process.hrtime.bigint();
+    for (const body of bodies) await session.insert({ table: 'events', values: body, format: 'JSONEachRow', settings: INSERT_SETTINGS });
+    const insertSeconds = Number(process.hrtime.bigint() - started) / 1e9;
+    const bytes = Number(session.query("SELECT sum(bytes_on_disk) FROM system.parts WHERE database = currentDatabase() AND active AND table IN ('events', 'events_by_device')", 'TSV').toString().trim());
+    const page = async (deviceFilter: boolean) => {
+      const { sql, params } = feedSql({ orgId, projectId, filters: deviceFilter ? { deviceId } : {}, after: undefined, limit: 51 });
+      const text = deviceFilter ? sql.replace(`FROM ${DEVICE_EVENTS_TABLE}`, `FROM ${variant.devicePagesFrom}`) : sql;
+      let ms = 0;
+      let rowsRead = 0;
+      for (let i = 0; i < Number(rounds); i++) {
+        const t0 = process.hrtime.bigint();
+        const result = JSON.parse((await session.queryBindAsync(text, params, { format: 'JSON' })).text()) as { statistics: { rows_read: number } };
+        ms += Number(process.hrtime.bigint() - t0) / 1e6;
+        rowsRead = result.statistics.rows_read;
+      }
+      return { meanMs: Number((ms / Number(rounds)).toFixed(2)), rowsRead };
+    };
+    const device = await page(true);
+    const project = await page(false);
+    console.log(
+      JSON.stringify({
+        variant: name,
+        events: Number(count),
+        months: Number(months),
+        insertRowsPerSecond: Math.round(Number(count) / insertSeconds),
+        bytesOnDiskPerEvent: Number((bytes / Number(count)).toFixed(1)),
+        devicePage: device,
+        projectPage: project,
+      }),
+    );
+  } finally {
+    session.close();
+    // The engine binds one data directory per process: the next variant's opens once this one has let go.
+    await drainPending();
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

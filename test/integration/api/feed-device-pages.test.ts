@@ -1,0 +1,250 @@
+import { expect } from 'chai';
+import fc from 'fast-check';
+import type { CanonicalEvent, CanonicalEventPageResponse } from '../../../src/generated/schema-types.js';
+import { openStore } from '../../../src/runtime/store-runtime.js';
+import { createClickHouseEventStore } from '../../../src/store/clickhouse-event-store.js';
+import { DEVICE_EVENTS_TABLE } from '../../../src/store/device-events.js';
+import { eventRowText } from '../../../src/store/event-row-text.js';
+import { storableEvent } from '../../../src/store/event-rows.js';
+import { migrate } from '../../../src/store/migrations.js';
+import type { FeedFilters, FeedQuery } from '../../../src/store/event-store.js';
+import { feedSql } from '../../../src/store/feed-sql.js';
+import { filterConditions } from '../../../src/store/filter-sql.js';
+import type { SqlParam, SqlTransport } from '../../../src/store/sql-transport.js';
+import { toStoreTimestamp } from '../../../src/store/timestamps.js';
+import { canonicalEvent, uuid } from '../../support/factories.js';
+import { recordingTransport } from '../../support/recording-transport.js';
+import { rowsRead } from '../../support/rows-read.js';
+import type { TestGateway, Tenant } from '../../support/test-gateway.js';
+import { describeOnEachStore } from './gateways.js';
+
+const DAY = 86_400_000;
+/** The device table's granule (migrations.ts): what one month of a device's history may cost a page. */
+const GRANULE = 1024;
+
+/** An event `daysAgo` days before `now` of the tenant's project; override any field. */
+const eventOf = (tenant: Tenant, daysAgo: number, fields: Partial<CanonicalEvent> = {}, now = Date.now()): CanonicalEvent =>
+  canonicalEvent({ org_id: tenant.orgId, project_id: tenant.projectId, occurred_at: new Date(now - daysAgo * DAY).toISOString(), ...fields });
+
+/** The scope's events in feed order, copies folded, read from the events table in one query: what every walk of its pages must return. */
+async function expectedIds(sql: SqlTransport, tenant: Tenant, filters: FeedFilters): Promise<string[]> {
+  const params: Record<string, SqlParam> = { org_id: tenant.orgId, project_id: tenant.projectId };
+  const where = ['org_id = {org_id:UUID}', 'project_id = {project_id:UUID}', ...filterConditions(filters, params)];
+  const rows = await sql.query<{ id: string }>(
+    `SELECT id FROM events WHERE ${where.join(' AND ')} ORDER BY occurred_at DESC, id DESC LIMIT 1 BY occurred_at, id`,
+    params,
+  );
+  return rows.map((r) => r.id);
+}
+
+describeOnEachStore('feed: a device page is one short read of the device table', (gateway) => {
+  let gw: TestGateway;
+  let sql: SqlTransport;
+
+  before(async () => {
+    gw = await gateway();
+    sql = await openStore(gw.config);
+  });
+
+  after(async () => {
+    await sql.close();
+  });
+
+  /** Every page of the scope through the API, `limit` at a time: the ids, each page's size, its has_more, whether its cursor is null. */
+  async function walk(tenant: Tenant, query: string, limit: number) {
+    const headers = await tenant.headers();
+    const pages: { ids: string[]; count: number; hasMore: boolean; cursorNull: boolean }[] = [];
+    let cursor: string | null = null;
+    do {
+      const after: string = cursor === null ? '' : `&cursor=${encodeURIComponent(cursor)}`;
+      const res = await gw.call<CanonicalEventPageResponse>('GET', `/projects/${tenant.projectId}/events?limit=${limit}${query}${after}`, { headers });
+      expect(res.status, JSON.stringify(res.body)).to.equal(200);
+      const { items } = res.body.data;
+      pages.push({ ids: items.map((e) => e.id), count: res.body.meta.count, hasMore: res.body.meta.has_more, cursorNull: res.body.meta.next_cursor === null });
+      cursor = res.body.meta.next_cursor;
+    } while (cursor !== null && pages.length < 200);
+    return pages;
+  }
+
+  it("plans a device page on the device table's key, in reverse order", async () => {
+    const tenant = gw.tenant();
+    await gw.seed([eventOf(tenant, 1)]);
+    const { sql: query, params } = feedSql({ orgId: tenant.orgId, projectId: tenant.projectId, filters: { deviceId: uuid(), domain: 'telemetry' }, after: undefined, limit: 51 });
+    const plan = (await sql.query<{ explain: string }>(`EXPLAIN indexes = 1 ${query}`, params)).map((r) => r.explain).join('\n');
+    expect(plan).to.match(new RegExp(`ReadFromMergeTree \\(\\w+\\.${DEVICE_EVENTS_TABLE}\\)`));
+    expect(plan).to.match(/Read type: InReverseOrder/);
+    expect(plan.slice(plan.indexOf('PrimaryKey'))).to.match(/device_id in \[/);
+  });
+
+  it('answers a device page in one query, however far back its history reaches, with or without other filters', async () => {
+    const tenant = gw.tenant();
+    const [device, other, fleet] = [uuid(), uuid(), uuid()];
+    // Three years of a device that writes every ten days, beside a busy one.
+    const history = Array.from({ length: 110 }, (_, k) => eventOf(tenant, k * 10, { device_id: device, fleet_id: k % 2 === 0 ? fleet : uuid(), domain: k % 3 === 0 ? 'ota' : 'telemetry' }));
+    const busy = Array.from({ length: 300 }, (_, k) => eventOf(tenant, k / 10, { device_id: other }));
+    await gw.seed([...history, ...busy]);
+    const counted = recordingTransport(sql);
+    const store = createClickHouseEventStore(counted, { batching: false });
+    for (const filters of [{ deviceId: device }, { deviceId: device, fleetId: fleet }, { deviceId: device, domain: 'ota' }] satisfies FeedFilters[]) {
+      const expected = await expectedIds(sql, tenant, filters);
+      const query: FeedQuery = { orgId: tenant.orgId, projectId: tenant.projectId, filters, after: undefined, limit: 21 };
+      counted.clear();
+      const first = await store.listEvents(query);
+      expect(first.events.map((e) => e.event.id), JSON.stringify(filters)).to.deep.equal(expected.slice(0, 21));
+      const after = first.events.at(-1)!.position;
+      const second = await store.listEvents({ ...query, after });
+      expect(second.events.map((e) => e.event.id)).to.deep.equal(expected.slice(21, 42));
+      expect(first.resumeAfter ?? second.resumeAfter, 'a device page never stops short of its range').to.equal(undefined);
+      expect(counted.sent, 'one query a page').to.have.length(2);
+    }
+  });
+
+  it('gains the device table at the next start of an earlier version: its view, the backfill of earlier events, and the projection it replaced dropped', async function () {
+    this.timeout(120_000);
+    const tenant = gw.tenant();
+    const device = uuid();
+    const page = async () =>
+      (await createClickHouseEventStore(sql).listEvents({ orgId: tenant.orgId, projectId: tenant.projectId, filters: { deviceId: device }, after: undefined, limit: 10 })).events.map((e) => e.event.id);
+    const projections = async () => Number((await sql.query<{ n: string }>("SELECT count() AS n FROM system.projections WHERE database = currentDatabase() AND table = 'events'"))[0]!.n);
+    // An earlier version's table: device pages through a projection, no device table kept, no backfill on record.
+    await sql.command(`DROP VIEW IF EXISTS ${DEVICE_EVENTS_TABLE}_view`);
+    await sql.command("ALTER TABLE events MODIFY SETTING deduplicate_merge_projection_mode = 'rebuild'");
+    await sql.command('ALTER TABLE events ADD PROJECTION IF NOT EXISTS by_device (SELECT * ORDER BY (org_id, project_id, device_id, occurred_at, id))');
+    const earlier = [eventOf(tenant, 40, { device_id: device }), eventOf(tenant, 2, { device_id: device })];
+    await sql.insert('events', earlier.map((e) => eventRowText(storableEvent(e))));
+    await sql.command('TRUNCATE TABLE store_backfills');
+    expect(await page(), 'written while nothing kept the device table').to.deep.equal([]);
+    expect(await projections()).to.equal(1);
+
+    await migrate(sql, { kind: 'single' }, { settleMs: 10 });
+    expect(await page()).to.deep.equal([earlier[1]!.id, earlier[0]!.id]);
+    expect(await projections(), 'the projection dropped').to.equal(0);
+    // Written by a writer that is not the store (SQL): the view keeps the device table.
+    const later = eventOf(tenant, 1, { device_id: device });
+    await sql.insert('events', [eventRowText(storableEvent(later))]);
+    expect(await page()).to.deep.equal([later.id, earlier[1]!.id, earlier[0]!.id]);
+  });
+
+  it("fails an insert whose device table cannot take it, and the probe with it, so the batch is stored again and its device's page shows it once", async () => {
+    const tenant = gw.tenant();
+    const device = uuid();
+    const event = eventOf(tenant, 1, { device_id: device });
+    const store = createClickHouseEventStore(sql);
+    let [insertFailure, probeFailure]: unknown[] = [];
+    await sql.command(`DETACH TABLE ${DEVICE_EVENTS_TABLE}`);
+    try {
+      await store.insertEvents([storableEvent(event)]).catch((error: unknown) => (insertFailure = error));
+      await store.probeWrite().catch((error: unknown) => (probeFailure = error));
+    } finally {
+      await sql.command(`ATTACH TABLE ${DEVICE_EVENTS_TABLE}`);
+    }
+    expect(insertFailure, 'the insert, with the device table gone').to.be.an('error');
+    expect(probeFailure, "the probe: the store's fault, not the rows'").to.be.an('error');
+    // As the consumer does: the batch again, once the store takes writes.
+    await store.probeWrite();
+    await store.insertEvents([storableEvent(event)]);
+    const page = await store.listEvents({ orgId: tenant.orgId, projectId: tenant.projectId, filters: { deviceId: device }, after: undefined, limit: 10 });
+    expect(page.events.map((e) => e.event.id)).to.deep.equal([event.id]);
+  });
+
+  describe('rows read', () => {
+    /** The device table's structure, holding only what this test writes: in the shared table other suites' parts would add granules of their own. */
+    const TABLE = `devices_rows_read_${uuid().replaceAll('-', '')}`;
+
+    before(async () => {
+      await sql.command(`CREATE TABLE ${TABLE} AS ${DEVICE_EVENTS_TABLE}`);
+    });
+
+    after(async () => {
+      await sql.command(`DROP TABLE IF EXISTS ${TABLE}`);
+    });
+
+    it("reads about a granule a month of the device's history, not rows in proportion to its events", async () => {
+      const [orgId, projectId, dense, sparse] = [uuid(), uuid(), uuid(), uuid()];
+      const months = 12;
+      // A month of 5,000 events of one device, and two of another, in each of twelve months.
+      for (const [device, perMonth] of [[dense, 5000], [sparse, 2]] as const) {
+        await sql.command(
+          `INSERT INTO ${TABLE} (org_id, project_id, occurred_at, id, domain, entity, action, device_id, fleet_id, payload)
+          SELECT {org:UUID}, {project:UUID},
+            toDateTime64(toStartOfMonth(now() - toIntervalMonth(intDiv(number, {per:UInt32}))), 6, 'UTC') + toIntervalSecond(number % {per:UInt32}),
+            generateUUIDv4(number), 'telemetry', 'reading', 'recorded', {device:UUID}, NULL, '{}'
+          FROM numbers({count:UInt32})`,
+          { org: orgId, project: projectId, device, per: perMonth, count: perMonth * months },
+        );
+      }
+      const read = async (deviceId: string, after?: FeedQuery['after']) => {
+        const { sql: text, params } = feedSql({ orgId, projectId, filters: { deviceId }, after, limit: 51 });
+        return rowsRead(gw.config, text.replace(new RegExp(`FROM ${DEVICE_EVENTS_TABLE}\\b`), `FROM ${TABLE}`), params);
+      };
+      const denseFirst = await read(dense);
+      const sparseFirst = await read(sparse);
+      // Lazy materialization reads a page's own rows a second time: hence the page's size on top.
+      const bound = months * GRANULE + 51;
+      expect(denseFirst, `the dense device's first page read ${denseFirst} rows of its ${5000 * months}`).to.be.at.most(bound);
+      expect(sparseFirst, `the sparse device's first page read ${sparseFirst} rows`).to.be.at.most(bound);
+      // A page deep in the history reaches only the months below it.
+      const deep = await read(dense, { occurredAt: toStoreTimestamp(new Date(Date.now() - 200 * DAY).toISOString()), id: uuid() });
+      expect(deep, `a page six months deep read ${deep} rows`).to.be.at.most(8 * GRANULE + 51);
+    });
+  });
+
+  describe('equal to the events table, walked through the API', () => {
+    const DEVICES = [uuid(), uuid()];
+    const FLEETS = [uuid(), uuid()];
+    /** Instants over three years, the first drawn twice as often, so that many events share it and order within an instant is the engine's. */
+    const DAYS_AGO = [0.5, 0.5, 3, 40, 41, 400, 800, 1000];
+
+    type Spec = { day: number; device: number; fleet: number; domain: number; copyOf?: number | undefined; batch: number };
+    const spec: fc.Arbitrary<Spec> = fc.record({
+      day: fc.nat(DAYS_AGO.length - 1),
+      device: fc.nat(2),
+      fleet: fc.nat(1),
+      domain: fc.nat(1),
+      copyOf: fc.option(fc.nat(30), { nil: undefined, freq: 4 }),
+      // Which of three writes brings it: a later write may bring older events (late arrivals) and copies of earlier ones.
+      batch: fc.nat(2),
+    });
+
+    it('for random histories (late events, copies, a device moved between fleets), filters and page sizes: the same pages, cursors and has_more', async () => {
+      let walked = 0;
+      await fc.assert(
+        fc.asyncProperty(fc.array(spec, { minLength: 1, maxLength: 30 }), fc.integer({ min: 1, max: 7 }), async (specs, limit) => {
+          const tenant = gw.tenant();
+          const now = Date.now();
+          const made: CanonicalEvent[] = [];
+          for (const s of specs) {
+            const original = s.copyOf === undefined || made.length === 0 ? undefined : made[s.copyOf % made.length];
+            made.push(
+              original ??
+                eventOf(tenant, DAYS_AGO[s.day]!, { device_id: s.device === 2 ? null : DEVICES[s.device]!, fleet_id: FLEETS[s.fleet]!, domain: ['telemetry', 'ota'][s.domain]! }, now),
+            );
+          }
+          for (const batch of [0, 1, 2]) {
+            const events = made.filter((_, k) => specs[k]!.batch === batch);
+            if (events.length > 0) await gw.seed(events);
+          }
+          const scopes: [string, FeedFilters][] = [
+            [`&device_id=${DEVICES[0]!}`, { deviceId: DEVICES[0]! }],
+            [`&device_id=${DEVICES[0]!}&fleet_id=${FLEETS[1]!}`, { deviceId: DEVICES[0]!, fleetId: FLEETS[1]! }],
+            [`&device_id=${DEVICES[1]!}&domain=ota`, { deviceId: DEVICES[1]!, domain: 'ota' }],
+          ];
+          for (const [query, filters] of scopes) {
+            const expected = await expectedIds(sql, tenant, filters);
+            const pages = await walk(tenant, query, limit);
+            expect(pages.flatMap((p) => p.ids), query).to.deep.equal(expected);
+            for (const [k, page] of pages.entries()) {
+              const last = k === pages.length - 1;
+              expect(page.count).to.equal(page.ids.length);
+              // Every page but the last is full and says more follows; the last says none does.
+              expect({ full: page.count === limit || last, hasMore: page.hasMore, cursorNull: page.cursorNull }).to.deep.equal({ full: true, hasMore: !last, cursorNull: last });
+            }
+            walked += 1;
+          }
+        }),
+        { numRuns: 12 },
+      );
+      expect(walked).to.equal(36);
+    });
+  });
+});
