@@ -1,13 +1,15 @@
 /**
  * The benchmark suite (never part of npm test): every figure beside a baseline measured
  * in the same run, load from autocannon in a process of its own, every server a process
- * of its own. Prints one table, writes bench/results/<time>.json and, when every default
- * scenario ran, the table in BENCHMARKS.md.
+ * of its own. Prints its tables and writes bench/results/<time>.json, to be committed;
+ * `npm run bench:table` then puts the newest file of each scenario into BENCHMARKS.md.
  *   npm run bench
  *   BENCH_SCENARIOS=commands,feed BENCH_SECONDS=5 npm run bench
  */
 import { execFileSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { relative } from 'node:path';
 import { startInfra } from '../test/support/infra.js';
 import { repoRoot } from '../test/support/processes.js';
 import { measureCeiling } from './scenarios/ceiling.js';
@@ -19,7 +21,8 @@ import { measureIngest } from './scenarios/ingest.js';
 import { measureMemory } from './scenarios/memory.js';
 import { measureTail } from './scenarios/tail.js';
 import { newSecret, type BenchContext } from './support/context.js';
-import { markdownTable, record, type Row } from './support/results.js';
+import { parseResultFile, resultsTables } from './support/results-document.js';
+import { machineLoad, record, type Row } from './support/results.js';
 
 const DEFAULT_SCENARIOS = ['commands', 'ingest', 'feed', 'embedded', 'memory', 'tail'];
 /** Scenarios run only when named: feed-scale writes 100M events and waits for their merges (30 minutes with its measurements on this machine, 2026-11-27). */
@@ -45,6 +48,10 @@ const settings = {
 const scenarios = (env['BENCH_SCENARIOS'] ?? DEFAULT_SCENARIOS.join(',')).split(',').map((s) => s.trim());
 const KNOWN_SCENARIOS = [...DEFAULT_SCENARIOS, ...NAMED_SCENARIOS];
 for (const s of scenarios) if (!KNOWN_SCENARIOS.includes(s)) throw new Error(`BENCH_SCENARIOS: unknown scenario "${s}"; known: ${KNOWN_SCENARIOS.join(', ')}`);
+
+// Taken before anything of the run's own starts: the load others put on the machine, against which its figures are read.
+const started = new Date().toISOString();
+const load = machineLoad();
 
 console.error('bench: building dist (the processes run what npm start runs)');
 execFileSync('npm', ['run', '--silent', 'build'], { cwd: repoRoot, stdio: 'inherit' });
@@ -81,6 +88,8 @@ try {
 } finally {
   await infra.stop();
 }
-console.log(markdownTable(rows));
-const all = DEFAULT_SCENARIOS.every((s) => scenarios.includes(s));
-console.error(`bench: results in ${record(rows, settings, { document: all })}${all ? ' and BENCHMARKS.md' : ''}`);
+const json = record(rows, settings, { started, load, scenarios });
+const path = relative(repoRoot, json);
+// Read back as the generator will read it, so a file it would refuse fails here, beside the run that wrote it.
+console.log(resultsTables([{ path, file: parseResultFile(readFileSync(json, 'utf8'), path) }]));
+console.error(`bench: results in ${path}; \`npm run bench:table\` puts them into BENCHMARKS.md (commit both)`);

@@ -60,7 +60,10 @@ async function load(ctx: BenchContext, database: string, orgId: string, projectI
 /**
  * The feed on the ClickHouse server with 1M and then 10M events in one project, 50
  * connections: the first page, a page deep in by cursor, and each filter; against the
- * same server answering SELECT 1 and the same SQL sent to it directly, in this run.
+ * same server answering SELECT 1 and the same SQL sent to it directly, in this run. Rows
+ * read per page are the server's X-ClickHouse-Summary for that SQL. Every connection asks
+ * for the same page, so overlapping requests share one query; the last row asks for 500
+ * different pages in turn, so that none do.
  */
 export async function measureFeed(ctx: BenchContext, sizes: readonly number[]): Promise<Row[]> {
   const { gateway } = await startKafkaGateway(ctx, 'feed');
