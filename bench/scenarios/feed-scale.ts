@@ -371,7 +371,7 @@ const FLOOR_TARGET = '≥ 0.8';
 /**
  * Every page without a cursor as dashboards poll it, on a gateway that keeps such pages
  * (FEED_FIRST_PAGE_MAX_AGE_MS of a minute: pages kept until its watch sees their project
- * written, docs/decisions/feed-storage.md, "First pages"), and the second pages by the
+ * written, docs/decisions/feed-first-page-cache.md), and the second pages by the
  * cursors their first pages give, each shape's pages asked once
  * before, then loaded in an order the asking did not follow: with the table as it is, and
  * while another process writes a tenth of the active projects each second (never the idle

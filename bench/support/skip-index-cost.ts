@@ -1,6 +1,6 @@
 /**
  * What the feed's set skip indexes (project_idx, domain_idx, entity_idx, action_idx) and
- * its spans (docs/decisions/feed-storage.md, "Spans": a batch's span rows written before
+ * its spans (docs/decisions/feed-event-spans.md: a batch's span rows written before
  * it, and the view event_spans_view) cost ingestion: the same pre-encoded JSONEachRow
  * batches of 50,000 events over 1,000 projects inserted into a chDB store with the
  * product's tables, without the spans (no span rows, no view), with project_idx alone of

@@ -19,7 +19,7 @@ export type VerificationKey =
 
 export const JWKS_DEFAULTS = { timeoutMs: 2000, cooldownMs: 30_000, maxAgeMs: 600_000 } as const;
 export const DEFAULT_CLOCK_TOLERANCE_SECONDS = 30;
-/** The longest `exp - iat` accepted unless configured (AUTH_MAX_TOKEN_LIFETIME_S): a day (docs/decisions/auth-keys.md). */
+/** The longest `exp - iat` accepted unless configured (AUTH_MAX_TOKEN_LIFETIME_S): a day (docs/decisions/token-rules.md). */
 export const DEFAULT_MAX_LIFETIME_SECONDS = 86_400;
 /** See createVerifiedTokenCache: a minute bounds how long a withdrawn JWKS key outlives its fetch. */
 export const TOKEN_CACHE_DEFAULTS = { maxEntries: 10_000, maxAgeMs: 60_000 } as const;

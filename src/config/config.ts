@@ -138,7 +138,7 @@ export interface Config {
   readonly audience: string | undefined;
   /** Leeway for exp, nbf and iat, for clocks that disagree with the token issuer's. */
   readonly clockToleranceSeconds: number;
-  /** The token rules of RFC 8725 that are the deployment's to choose (docs/decisions/auth-keys.md). */
+  /** The token rules of RFC 8725 that are the deployment's to choose (docs/decisions/token-rules.md). */
   readonly tokens: TokenRulesConfig;
   /** NODE_ENV says production: no start on the embedded default's development secret. */
   readonly production: boolean;
@@ -168,6 +168,8 @@ export interface Config {
     readonly stallMs: number;
     /** Most bytes of one partition's records in one fetch, as the broker keeps them: compressed (INGEST_FETCH_PARTITION_BYTES). */
     readonly fetchPartitionBytes: number;
+    /** How old the consumer's view of its topics' partitions may grow before it is asked for again: partitions added to a topic are read within about this long (INGEST_METADATA_MAX_AGE_MS). */
+    readonly metadataMaxAgeMs: number;
   };
   /** The live tail, GET .../events/stream (docs/decisions/live-tail.md). */
   readonly liveTail: LiveTailConfig;
@@ -194,6 +196,10 @@ function parseIngest(env: Env): Config['ingest'] {
     stallMs: integer(env, 'INGEST_STALL_MS', 60_000, 1000, 86_400_000),
     // Counted compressed, as the broker stores it: why 1 MiB, in src/ingest/kafka-ingest-consumer.ts (fetchBytes).
     fetchPartitionBytes: integer(env, 'INGEST_FETCH_PARTITION_BYTES', 1024 * 1024, 64 * 1024, 16 * 1024 * 1024),
+    // kafkajs's default (and the Java client's) is 300 s: partitions added during a spike went
+    // unread for five minutes. One metadata request each 10 s costs the broker next to nothing
+    // (docs/decisions/topic-changes-and-gaps.md).
+    metadataMaxAgeMs: integer(env, 'INGEST_METADATA_MAX_AGE_MS', 10_000, 1000, 300_000),
   };
 }
 
@@ -562,7 +568,7 @@ export function loadConfig(env: Env): Config {
     http: parseHttpServer(env),
     rateLimit: parseRateLimit(env),
     shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
-    // Off unless set: a kept page shows other processes' writes up to STREAM_SETTLE_MS + 2 × STREAM_POLL_MS late (docs/decisions/feed-storage.md, "First pages").
+    // Off unless set: a kept page shows other processes' writes up to STREAM_SETTLE_MS + 2 × STREAM_POLL_MS late (docs/decisions/feed-first-page-cache.md).
     feedFirstPageMaxAgeMs: integer(env, 'FEED_FIRST_PAGE_MAX_AGE_MS', 0, 0, 60_000),
     feedBatchesInFlight: integer(env, 'FEED_BATCHES_IN_FLIGHT', PAGE_BATCHING.inFlight, 0, 64),
     ingest: parseIngest(env),
@@ -570,7 +576,7 @@ export function loadConfig(env: Env): Config {
       settleMs: integer(env, 'STREAM_SETTLE_MS', 2000, 0, 600_000),
       pollMs: integer(env, 'STREAM_POLL_MS', 500, 10, 60_000),
       heartbeatMs: integer(env, 'STREAM_HEARTBEAT_MS', 15_000, 100, 300_000),
-      // The caps follow measured memory and CPU per stream (docs/decisions/live-tail.md, "Limits").
+      // The caps follow measured memory and CPU per stream (docs/decisions/live-tail-limits.md).
       maxPerOrg: integer(env, 'STREAM_MAX_PER_ORG', 1000, 1, 1_000_000),
       maxPerCaller: integer(env, 'STREAM_MAX_PER_CALLER', 100, 1, 1_000_000),
       maxPerProcess: integer(env, 'STREAM_MAX_PER_PROCESS', 10_000, 1, 1_000_000),

@@ -38,7 +38,7 @@ const queryKey = (query: FeedQuery): string => JSON.stringify(query);
  * written above it, so that a cursor given out before a page's worth of new events still
  * finds its page there. Reading 101 rows for a page of 50 costs the store about what 51
  * do where the same windows hold them: a page's cost is the query, not its rows
- * (docs/decisions/feed-storage.md); a sparse page may walk a window or two more.
+ * (docs/decisions/feed-page-after-kept.md); a sparse page may walk a window or two more.
  */
 export const KEPT_PAGES_READ = 2;
 export const KEPT_PAGES_HELD = KEPT_PAGES_READ + 1;
@@ -56,7 +56,7 @@ export interface FeedServiceDeps {
 /**
  * Pages of the feed. Identical page requests that overlap (dashboards polling a
  * project's first page, say) share one store query: a page's cost is mostly the engine's
- * fixed work per query, not the rows it reads (docs/decisions/feed-storage.md); first
+ * fixed work per query, not the rows it reads (docs/decisions/feed-shared-reads.md); first
  * pages may be served from `firstPages` for a bounded while, and the page after one from
  * what it kept.
  */
@@ -102,7 +102,7 @@ export function createFeedService(deps: FeedServiceDeps): FeedService {
       const found = await slice(scope, after, limit);
       const page = found.events.slice(0, limit);
       // Past the page: its last event. A read that stopped at its bound on work (a short
-      // page, docs/decisions/feed-storage.md) goes on below everything it looked at.
+      // page, docs/decisions/feed-time-windows.md) goes on below everything it looked at.
       const next = found.events.length > limit ? page.at(-1)?.position : found.resumeAfter;
       return {
         items: page.map((r) => r.event),

@@ -10,8 +10,8 @@ export interface PageOwner {
 
 /**
  * First pages of the feed (no cursor), kept per process, so that the dashboards polling a
- * project's newest events do not each read the store (docs/decisions/feed-storage.md,
- * "First pages"). What a reader may see:
+ * project's newest events do not each read the store
+ * (docs/decisions/feed-first-page-cache.md). What a reader may see:
  * - a page whose store read began at most `maxAgeMs` ago;
  * - never a page read before this process's own last write of that project completed:
  *   a write drops the project's pages, and a read in flight when it lands is not kept;

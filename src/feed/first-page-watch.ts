@@ -62,7 +62,7 @@ export interface FirstPageWatch {
 /**
  * Follows the writes of every process into the store, so that the first pages kept in
  * memory (src/feed/first-page-cache.ts) are brought up to date or dropped when their
- * project changes, whoever wrote it (docs/decisions/feed-storage.md, "First pages").
+ * project changes, whoever wrote it (docs/decisions/feed-first-page-cache.md).
  * Every `pollMs` it asks the store for its horizon (its clock less `settleMs`, as the
  * live tail does) and for the rows ingested since the last horizon, and hands each
  * project's to the cache, which brings its pages up to date with them; past
@@ -77,7 +77,7 @@ export interface FirstPageWatch {
  * since. A page can so be out of date by at most `settleMs` + 2 × `pollMs` for a write it
  * did not see,
  * provided that a row is visible `settleMs` after its ingested_at: the live tail's own
- * assumption (docs/decisions/live-tail.md).
+ * assumption (docs/decisions/live-tail-settle-window.md).
  */
 export function watchFirstPages(deps: {
   store: Pick<EventStore, 'tailHorizon' | 'changedProjects' | 'writtenEvents'>;

@@ -58,7 +58,7 @@ const BACKOFF_MS = { initial: 200, max: 10_000 };
  * broker's acknowledgements of the very commands it was reading. The byte bounds count
  * records compressed, as the broker stores them, and kafkajs decodes a whole fetch before
  * it hands over any batch: why a partition's share is 1 MiB unless set, and what it cost
- * at 4 MiB, is in docs/decisions/ingestion.md ("What a fetch brings"). A fetch asks for
+ * at 4 MiB, is in docs/decisions/ingest-batches.md ("What a fetch brings"). A fetch asks for
  * eight partitions' shares in all, more than the default six partitions of a topic take,
  * below what the protocol's 32-bit field holds (a topic's limit may be far above 1 MiB).
  */

@@ -7,7 +7,7 @@ import { Partitioners, type ICustomPartitioner, type Message, type Producer, typ
  * When a broker dies during a send that also went to other brokers, and its partitions'
  * new leader is one of those that already answered, the retry finds nothing to send and
  * the send resolves: the moved partitions' messages were never written, yet acknowledged.
- * Seen on a three-node cluster (docs/decisions/kafka-cluster.md) and reproduced in
+ * Seen on a three-node cluster (docs/decisions/kafka-send-completion.md) and reproduced in
  * test/unit/kafka/complete-send.test.ts.
  *
  * The answer still tells it: it has no entry for a partition that was left out. So the

@@ -122,7 +122,7 @@ export async function startRuntime(config: Config, logger: Logger, env: CommandE
   try {
     const schemas = createSchemaRegistry();
     // This process's own inserts: the live tail reads right after they pass its horizon
-    // (docs/decisions/live-tail.md), and they drop the first pages kept of their projects.
+    // (docs/decisions/live-tail-shared-read.md), and they drop the first pages kept of their projects.
     const stored = createStoredBatches();
     const store = stored.observe(createClickHouseEventStore(transport, { batching: pageBatchingOf(config) }));
     const metrics = createGatewayMetrics();

@@ -10,7 +10,7 @@ import { clickhouseException } from './store-errors.js';
 export type PageRead = (query: FeedQuery, window: FeedWindow) => Promise<EventRow[]>;
 
 /**
- * How reads are grouped (docs/decisions/feed-storage.md, "Pages read together").
+ * How reads are grouped (docs/decisions/feed-batched-page-reads.md).
  * - `inFlight`: batches sent to the store at once; reads that arrive meanwhile wait and
  *   leave together as the next batch.
  * - `maxBatch`: the most reads one batch holds.
@@ -77,7 +77,7 @@ const scopeOf = (orgId: string, projectId: string) => `${orgId.toLowerCase()} ${
 
 /**
  * Page reads that the store answers together. The engine spends about as much planning a
- * query as reading a page's few granules (docs/decisions/feed-storage.md), so a page read
+ * query as reading a page's few granules (docs/decisions/feed-batched-page-reads.md), so a page read
  * alone costs it several times a `SELECT 1`; 32 pages of different projects in one query
  * cost it a third of that each. A read that finds fewer than `inFlight` batches out is sent
  * at once, alone, as before; reads that arrive while `inFlight` batches are out wait for

@@ -68,7 +68,7 @@ export function createClickHouseEventStore(transport: SqlTransport, options: Fee
   return {
     async insertEvents(events) {
       // Spans first, visible before any of the events: a page that reads an event never
-      // reads a span narrower than it (docs/decisions/feed-storage.md, "Spans").
+      // reads a span narrower than it (docs/decisions/feed-event-spans.md).
       const write = { writeRows: events.length };
       await transport.insert('event_spans', spanRows(events), write);
       for (const part of splitByPartitions(events)) await transport.insert('events', part.map(eventRowText), write);
@@ -88,7 +88,7 @@ export function createClickHouseEventStore(transport: SqlTransport, options: Fee
       const rows: EventRow[] = [];
       let lowest: string | undefined;
       let skipped = false;
-      /** The scope's span once an empty window asked for it (docs/decisions/feed-storage.md, "Spans"). */
+      /** The scope's span once an empty window asked for it (docs/decisions/feed-event-spans.md). */
       let span: ScopeSpan | undefined;
       /** Whether the span has been read, or has nothing to say (a `device_id` or `fleet_id` filter). */
       let spanRead = !spanAnswers(query.filters);

@@ -6,7 +6,7 @@ import type { SqlParam, SqlParams, SqlTransport } from './sql-transport.js';
 /**
  * Where a scope's events lie in time: for each project and each (domain, entity, action) it
  * has written, the oldest and newest occurred_at, kept on every write of events
- * (docs/decisions/feed-storage.md, "Spans"). A few rows a project, so a
+ * (docs/decisions/feed-event-spans.md). A few rows a project, so a
  * page that finds an empty window asks it in one read of a small table where asking the
  * events table opens every part in its reach.
  *

@@ -30,7 +30,7 @@ export interface FeedQuery {
 /**
  * What one page read found. `events` holds up to `limit` events; fewer, either because
  * the range ends, or because the read stopped at its bound on work
- * (docs/decisions/feed-storage.md, "Windows"): then `resumeAfter` is the position below
+ * (docs/decisions/feed-time-windows.md): then `resumeAfter` is the position below
  * everything it looked at, and the range may go on after it.
  */
 export interface FeedSlice {

@@ -14,7 +14,7 @@ const KEYSET = `occurred_at <= {after_t:DateTime64(6, 'UTC')} AND (occurred_at <
 
 /**
  * Settings of a feed page, measured with 50 concurrent pages on 2 cores
- * (docs/decisions/feed-storage.md). A page reads a granule or so per part, so its cost
+ * (docs/decisions/feed-per-query-settings.md). A page reads a granule or so per part, so its cost
  * is mostly the engine's fixed work per query.
  * - `max_threads = 1`: with two reading streams the reverse read stopped only after each
  *   stream had filled a block, so rows read rose with where granule boundaries fell
@@ -63,7 +63,7 @@ export function feedSql(query: FeedQuery, window: FeedWindow = {}, columns: read
   params['limit'] = query.limit;
   // No LIMIT 1 BY id: it made ClickHouse sort the project's whole range instead of
   // reading it in reverse order, so rows read grew with the project. Redelivered copies
-  // come back adjacent and listEvents folds them (docs/decisions/feed-storage.md).
+  // come back adjacent and listEvents folds them (docs/decisions/feed-table-and-page-query.md).
   const sql = `SELECT ${columns.join(', ')}
     FROM ${pageTable(query.filters)}
     WHERE ${where.join(' AND ')}

@@ -10,7 +10,7 @@ export interface FeedWindow {
 }
 
 /**
- * How a page walks back through time (docs/decisions/feed-storage.md, "Windows").
+ * How a page walks back through time (docs/decisions/feed-time-windows.md).
  * - `firstMs`: the first window's width, below the newest point the page can start at.
  * - `growth`: each next window is this many times wider than the one before it…
  * - `widestMs`: …up to this width, about one monthly partition, so no window of the plan

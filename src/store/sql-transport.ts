@@ -20,7 +20,7 @@ export type SqlParams = Readonly<Record<string, SqlParam>>;
  * - The partitions one insert may span: src/store/event-batches.ts splits below it.
  * - A materialized view's failure fails the insert (below).
  * - One thread parses the body. Split across threads, an ingest batch cost the server 8–16%
- *   more CPU per event and took longer (docs/decisions/ingestion.md), its threads taking
+ *   more CPU per event and took longer (docs/decisions/ingest-event-bytes.md), its threads taking
  *   cores from the consumer and the broker; ingestion keeps two inserts in flight, which
  *   is the parallelism it needs.
  */
@@ -75,7 +75,7 @@ export interface InsertOptions {
  * store's writes, once for the whole process: the live tail's shared read and its clock,
  * and the watch behind kept first pages. Each of their late answers costs every open tail
  * or every kept page, so they never wait for a socket behind the requests' page reads
- * (docs/decisions/feed-storage.md, "The follow lane"). chDB runs one query at a time in
+ * (docs/decisions/feed-follow-lane.md). chDB runs one query at a time in
  * its process and has no lanes.
  */
 export type QueryLane = 'requests' | 'follow';

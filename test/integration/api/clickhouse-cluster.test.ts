@@ -116,7 +116,7 @@ describe('the gateway on a ClickHouse cluster, through Distributed tables [click
     const tenant = gw!.tenant();
     const res = await openEventStream(`${gw!.baseUrl}/projects/${tenant.projectId}/events/stream`, await tenant.headers());
     const stream = res.stream!;
-    // A merge that folded the copies first would leave only the later one, which the tail cannot tell from a new event (docs/decisions/live-tail.md).
+    // A merge that folded the copies first would leave only the later one, which the tail cannot tell from a new event (docs/decisions/live-tail-duplicates.md).
     await sql!.command('SYSTEM STOP MERGES events_local');
     try {
       const [a, b] = eventSeries(2, { org_id: tenant.orgId, project_id: tenant.projectId });

@@ -147,7 +147,7 @@ describe('feed first pages kept in memory [clickhouse-server]', function () {
 
   it("shows another process's write in a kept first page once the watch sees it, long before the page's age", async () => {
     // Rows count as seen after a second (an insert may become visible tens of milliseconds
-    // after its ingested_at, docs/decisions/live-tail.md); polls a second apart, so that
+    // after its ingested_at, docs/decisions/live-tail-settle-window.md); polls a second apart, so that
     // only a poll (or a stall of this process) over a second leaves the cache blind.
     const { gw, elsewhere } = await gateway({ STREAM_SETTLE_MS: '1000', STREAM_POLL_MS: '1000' });
     const [tenant, quiet] = [gw.tenant(), gw.tenant()];

@@ -84,7 +84,7 @@ describeOnEachStore('an event message stored as its own text', (gateway) => {
       const result = await gw.runtime.ingestor.ingestMessages([{ value: Buffer.from(value) }]);
       expect(result.rejected.map((r) => r.detail)).to.deep.equal([]);
       expect(result.stored).to.equal(1);
-      // The whole feed: a page may end short of the history (docs/decisions/feed-storage.md, "Windows"), and a leap second of 2016 lies deep in it.
+      // The whole feed: a page may end short of the history (docs/decisions/feed-time-windows.md), and a leap second of 2016 lies deep in it.
       const feed = await wholeFeed(gw, tenant);
       expect(feed.filter((e) => e.id === expected.id)).to.deep.equal([expected]);
     });

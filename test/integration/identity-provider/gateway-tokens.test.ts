@@ -205,7 +205,7 @@ describe('tokens from an OpenID Connect provider', function () {
       await callers.stop();
     }
     const failed = callers.outcomes.filter((o) => o.status !== 200);
-    // Documented (docs/decisions/auth-keys.md): a kid the gateway has not seen waits at most one
+    // Documented (docs/decisions/jwks-keys.md): a kid the gateway has not seen waits at most one
     // cooldown from its last fetch, answered 401 "unknown key" meanwhile; nothing else fails.
     for (const outcome of failed) {
       expect(outcome, JSON.stringify(outcome)).to.deep.include({ status: 401, kid: newKid, detail: 'Bearer token was signed by an unknown key.' });

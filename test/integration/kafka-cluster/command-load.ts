@@ -81,7 +81,7 @@ export function startCommandLoad(gateway: TestGateway, tenant: Tenant, clients: 
  * event per command on the topics (acknowledged, or answered 503 but written anyway).
  * Copies of a command on its topic are counted and printed, not refused: with two of three
  * brokers down, one run found a command answered 503 written twice
- * (docs/decisions/kafka-cluster.md).
+ * (docs/decisions/kafka-send-completion.md).
  * Returns where each of the tenant's commands on the topics is, as `topic/partition`.
  */
 export async function expectEachCommandOnceOnTopicAndFeed(
