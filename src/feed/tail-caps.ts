@@ -6,7 +6,7 @@ export interface TailCaps {
   take(request: TailRequest): () => void;
 }
 
-/** The per-process, per-caller and per-organization caps on open streams (docs/decisions/live-tail.md, "Limits"). */
+/** The per-process, per-caller and per-organization caps on open streams (docs/decisions/live-tail-limits.md). */
 export function createTailCaps(settings: Pick<LiveTailSettings, 'maxPerProcess' | 'maxPerCaller' | 'maxPerOrg'>): TailCaps {
   const perOrg = new Map<string, number>();
   const perCaller = new Map<string, number>();

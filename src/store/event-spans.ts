@@ -53,7 +53,7 @@ function child<V>(map: Map<string, Map<string, V>>, key: string): Map<string, V>
  * Scopes are found level by level (project, domain, entity, action, org), each value
  * looked up as the string the validator already made: a key joined from the five values
  * for every event was copied flat and hashed whole each time, about 1 µs an event and a
- * twentieth of the consumer's CPU (BENCHMARKS.md, "Issue 30, span rows").
+ * twentieth of the consumer's CPU (docs/decisions/feed-event-spans.md).
  */
 export function spanRows(events: readonly StorableEvent[]): string[] {
   const spans: Span[] = [];
