@@ -168,6 +168,8 @@ export interface Config {
     readonly stallMs: number;
     /** Most bytes of one partition's records in one fetch, as the broker keeps them: compressed (INGEST_FETCH_PARTITION_BYTES). */
     readonly fetchPartitionBytes: number;
+    /** How old the consumer's view of its topics' partitions may grow before it is asked for again: partitions added to a topic are read within about this long (INGEST_METADATA_MAX_AGE_MS). */
+    readonly metadataMaxAgeMs: number;
   };
   /** The live tail, GET .../events/stream (docs/decisions/live-tail.md). */
   readonly liveTail: LiveTailConfig;
@@ -194,6 +196,10 @@ function parseIngest(env: Env): Config['ingest'] {
     stallMs: integer(env, 'INGEST_STALL_MS', 60_000, 1000, 86_400_000),
     // Counted compressed, as the broker stores it: why 1 MiB, in src/ingest/kafka-ingest-consumer.ts (fetchBytes).
     fetchPartitionBytes: integer(env, 'INGEST_FETCH_PARTITION_BYTES', 1024 * 1024, 64 * 1024, 16 * 1024 * 1024),
+    // kafkajs's default (and the Java client's) is 300 s: partitions added during a spike went
+    // unread for five minutes. One metadata request each 10 s costs the broker next to nothing
+    // (docs/decisions/topic-changes-and-gaps.md).
+    metadataMaxAgeMs: integer(env, 'INGEST_METADATA_MAX_AGE_MS', 10_000, 1000, 300_000),
   };
 }
 

@@ -1,4 +1,4 @@
-import type { EachBatchPayload, Kafka } from 'kafkajs';
+import type { Batch, EachBatchPayload, Kafka } from 'kafkajs';
 import { REQUEST_ID_MESSAGE_HEADER } from '../commands/command-context.js';
 import { createGroupCommit } from '../concurrency/group-commit.js';
 import type { CompressionName } from '../kafka/compression-codecs.js';
@@ -9,6 +9,7 @@ import { createCommitPipeline, FencedError, type Load } from './commit-pipeline.
 import { ConsumedMessage } from './consumed-message.js';
 import { createDeadLetterWriter } from './dead-letter-writer.js';
 import { REJECT_REASONS, SickStoreError, type EventIngestor, type MessageFormat, type RawEventMessage, type RejectedMessage } from './event-ingestor.js';
+import { createReadGaps, type ReadGap } from './read-gaps.js';
 import { createSupervisedConsumer, isRebalancing } from './supervised-consumer.js';
 
 export interface IngestConsumerOptions {
@@ -39,6 +40,8 @@ export interface IngestConsumerOptions {
   readonly fetchPartitionBytes: number;
   /** Silence after which the group hands this member's partitions to another; heartbeats go every third of it. */
   readonly sessionTimeoutMs: number;
+  /** How old the consumer's view of its topics' partitions may grow: partitions added to one are read within about this long (INGEST_METADATA_MAX_AGE_MS). */
+  readonly metadataMaxAgeMs: number;
   readonly logger: Logger;
 }
 
@@ -102,6 +105,25 @@ interface BatchContext {
 
 const NO_LOAD: Load = { events: 0, bytes: 0 };
 
+/**
+ * The longest the partitions of a new assignment wait for their committed offsets to be
+ * read: past it they are fetched anyway, and a gap below a log start in that generation
+ * goes unreported (a warning says so). A broker that cannot answer in this long cannot
+ * serve fetches either.
+ */
+const POSITIONS_TIMEOUT_MS = 10_000;
+
+/**
+ * The offset kafkajs asked the broker for; after it found that offset deleted, the log start
+ * it moved to. kafkajs 2.2.4 keeps it on every batch (src/consumer/batch.js) though its
+ * typings leave it out; without it, the first record's offset stands in, which differs only
+ * on a compacted topic.
+ */
+function fetchedOffset(batch: Batch): bigint {
+  const fetched = 'fetchedOffset' in batch ? batch.fetchedOffset : undefined;
+  return BigInt(typeof fetched === 'string' ? fetched : batch.firstOffset() ?? batch.lastOffset());
+}
+
 /** What a message weighs against the byte bounds: its value, which is what an insert carries. */
 const valueBytes = (message: RawEventMessage): number => message.value?.length ?? 0;
 
@@ -146,6 +168,8 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
     else pipeline.joined();
     nextRebalance.fire();
     nextRebalance = signal();
+    // Each partition is read next from its committed offset, which readPositions gives.
+    gaps.clear();
     if (assignment === undefined) return;
     const now = new Set(Object.entries(assignment).flatMap(([topic, partitions]) => partitions.map((p) => partitionName(topic, p))));
     for (const name of assigned) {
@@ -154,8 +178,60 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
       metrics.consumerLag.remove(labels);
       metrics.partitionStalled.remove(labels);
     }
-    for (const name of now) metrics.partitionStalled.set(partitionLabels(name), 0);
+    for (const name of now) {
+      metrics.partitionStalled.set(partitionLabels(name), 0);
+      // At zero from the join, so that the first gap counted is an increase (docs/decisions/alerts.md, "Counters reported at zero").
+      metrics.retentionSkipped.inc(partitionLabels(name), 0);
+    }
     assigned = now;
+  }
+
+  const admin = options.kafka.admin();
+  const gaps = createReadGaps();
+
+  /**
+   * Reads the group's committed offsets of a new assignment before any of it is fetched (the
+   * supervised consumer holds the fetches): the positions its first batches must start at,
+   * unless what lay there was deleted. Read any later, they could already be kafkajs's own
+   * reset of a deleted offset, and the gap would be lost.
+   */
+  async function readPositions(assignment: Readonly<Record<string, readonly number[]>>): Promise<void> {
+    const generation = pipeline.generation();
+    const topicsAssigned = Object.keys(assignment).filter((topic) => (assignment[topic] ?? []).length > 0);
+    if (topicsAssigned.length === 0) return;
+    let timer: NodeJS.Timeout | undefined;
+    let committed: Awaited<ReturnType<typeof admin.fetchOffsets>>;
+    try {
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new Error(`no answer in ${POSITIONS_TIMEOUT_MS} ms`)), POSITIONS_TIMEOUT_MS);
+      });
+      const read = admin.fetchOffsets({ groupId: options.groupId, topics: topicsAssigned });
+      read.catch(() => undefined);
+      committed = await Promise.race([read, timeout]);
+    } catch (error) {
+      logger.warn({ err: error }, 'committed offsets not read after the join: offsets deleted before they were read go unreported until the next join');
+      return;
+    } finally {
+      clearTimeout(timer);
+    }
+    // A rebalance since the join: the next join reads its own.
+    if (pipeline.generation() !== generation) return;
+    for (const { topic, partitions } of committed) {
+      const mine = new Set(assignment[topic] ?? []);
+      for (const { partition, offset } of partitions) {
+        // -1: none committed, read from the log start; -2: kafkajs's own reset marker. Neither is a position.
+        if (mine.has(partition) && BigInt(offset) >= 0n) gaps.expect(topic, partition, BigInt(offset));
+      }
+    }
+  }
+
+  function reportGap(gap: ReadGap): void {
+    const { topic, partition } = gap;
+    metrics.retentionSkipped.inc({ topic, partition: String(partition) }, Number(gap.count));
+    logger.error(
+      { topic, partition, firstOffset: gap.first.toString(), lastOffset: gap.last.toString(), skipped: Number(gap.count) },
+      'offsets deleted before they were read (retention or deleteRecords); their messages are in neither the feed nor the dead-letter topic',
+    );
   }
 
   const supervised = createSupervisedConsumer({
@@ -168,6 +244,8 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
     run: { partitionsConsumedConcurrently: 64, eachBatch },
     onRebalance,
     onFilteredBatch,
+    beforeFetching: readPositions,
+    metadataMaxAgeMs: options.metadataMaxAgeMs,
     logger,
   });
 
@@ -305,7 +383,11 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
    * is committed past it in the partition's chain here, or a drained transactional partition
    * would stay one offset (its last marker) short of its end for good, shown as lag.
    */
-  function onFilteredBatch(topic: string, partition: number, lastOffset: string): void {
+  function onFilteredBatch(topic: string, partition: number, firstOffset: string, lastOffset: string): void {
+    if (pipeline.admitting()) {
+      const gap = gaps.read(topic, partition, BigInt(firstOffset), BigInt(lastOffset) + 1n);
+      if (gap !== undefined) reportGap(gap);
+    }
     // Between a rebalance's start and the join, nothing commits: not even a filtered batch's offset.
     if (latest === undefined || latest.generation !== pipeline.generation() || !pipeline.admitting() || stopping) return;
     const batch: BatchContext = { topic, partition, payload: latest.payload, isStale: () => false };
@@ -341,6 +423,8 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
     if (!admitted) return;
     // The batch's last record, a transaction's marker included: the commit goes past it.
     const last = batch.lastOffset();
+    const gap = gaps.read(batch.topic, batch.partition, fetchedOffset(batch), BigInt(last) + 1n);
+    if (gap !== undefined) reportGap(gap);
     const context: BatchContext = { topic: batch.topic, partition: batch.partition, payload, isStale: () => payload.isStale() };
     trackCommit(context, generation, load, (BigInt(last) + 1n).toString(), Number(batch.offsetLag()), storeBatch(context, messages, generation));
     // kafkajs fetches on from here while the batch is stored; the commit waits for the store.
@@ -368,6 +452,7 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
     },
     async start() {
       await deadLetters.start();
+      await admin.connect();
       await supervised.start();
       watch = setInterval(reportStalls, Math.min(1000, Math.max(100, Math.floor(options.stallMs / 4))));
       watch.unref();
@@ -383,6 +468,7 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
       await supervised.stop();
       await inserts.drain().catch(() => undefined);
       await deadLetters.stop();
+      await admin.disconnect();
     },
   };
 }

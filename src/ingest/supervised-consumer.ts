@@ -17,8 +17,17 @@ export interface SupervisedConsumerOptions {
   /**
    * kafkajs fetched a batch of only transaction markers or aborted records and moved past
    * it without calling the handler: the partition may be committed up to `lastOffset` + 1.
+   * `firstOffset` is the batch's first record, marker or aborted, at or past its fetch offset.
    */
-  readonly onFilteredBatch: (topic: string, partition: number, lastOffset: string) => void;
+  readonly onFilteredBatch: (topic: string, partition: number, firstOffset: string, lastOffset: string) => void;
+  /**
+   * Runs after each join of this member, once `onRebalance` has had the assignment: no
+   * partition of it is fetched until this settles. It bounds its own waits, since fetching
+   * waits on it.
+   */
+  readonly beforeFetching: (assignment: Readonly<Record<string, readonly number[]>>) => Promise<void>;
+  /** How old the member's view of its topics' partitions may grow: a partition added to one is joined within about this long. */
+  readonly metadataMaxAgeMs: number;
   readonly logger: Logger;
 }
 
@@ -82,6 +91,9 @@ export function createSupervisedConsumer(options: SupervisedConsumerOptions): Su
       minBytes: options.fetch.minBytes,
       maxBytesPerPartition: options.fetch.maxBytesPerPartition,
       maxBytes: options.fetch.maxBytes,
+      // Each fetch compares the partitions it knows with its join's and rejoins when a topic
+      // gained some; this bounds how stale that knowledge gets (kafkajs's default is 300 s).
+      metadataMaxAge: options.metadataMaxAgeMs,
       // kafkajs's own restart runs a new first join from a timer of its own: a leave could
       // not wait for that join, and a disconnect during it would leave the member behind.
       retry: { restartOnFailure: async () => false },
@@ -107,14 +119,56 @@ export function createSupervisedConsumer(options: SupervisedConsumerOptions): Su
       if (payload.apiName === 'JoinGroup' && current()) options.onRebalance(undefined);
     });
     fresh.on(fresh.events.END_BATCH_PROCESS, ({ payload }) => {
-      if (payload.batchSize === 0 && current()) options.onFilteredBatch(payload.topic, payload.partition, payload.lastOffset);
+      if (payload.batchSize === 0 && current()) options.onFilteredBatch(payload.topic, payload.partition, payload.firstOffset, payload.lastOffset);
     });
     // After a join kafkajs fetches each partition again from its committed offset.
     fresh.on(fresh.events.GROUP_JOIN, ({ payload }) => {
-      if (current()) options.onRebalance(payload.memberAssignment);
+      if (!current()) return;
+      options.onRebalance(payload.memberAssignment);
+      holdUntilRead(fresh, payload.memberAssignment);
     });
     return fresh;
   };
+
+  /** Partitions paused by joins of the current member whose beforeFetching has not settled, and the latest such join. */
+  let held: { topic: string; partitions: number[] }[] = [];
+  let joins = 0;
+
+  /**
+   * Pauses the assignment and runs beforeFetching, then resumes it. kafkajs emits the join
+   * synchronously, before its fetch loop goes on, and filters paused partitions out of every
+   * fetch and every answer, so nothing of the assignment is fetched before the hook has run.
+   * Only the latest join resumes, and it resumes what every join since the last resume paused:
+   * an earlier join's partitions left paused would stay so if the group gave them back later.
+   */
+  function holdUntilRead(consumer: Consumer, assignment: Readonly<Record<string, readonly number[]>>): void {
+    const join = (joins += 1);
+    const partitions = Object.entries(assignment)
+      .filter(([, assigned]) => assigned.length > 0)
+      .map(([topic, assigned]) => ({ topic, partitions: [...assigned] }));
+    held.push(...partitions);
+    // Thrown here, it would land in kafkajs's join, which emitted the event.
+    try {
+      if (partitions.length > 0) consumer.pause(partitions);
+    } catch (error) {
+      logger.warn({ err: error }, 'a new assignment could not be paused before its first fetch');
+    }
+    void options
+      .beforeFetching(assignment)
+      .catch((error: unknown) => logger.warn({ err: error }, 'the step before fetching a new assignment failed; fetching anyway'))
+      .finally(() => {
+        // A stop keeps everything paused (pauseAll); a replaced member has nothing to resume.
+        if (join !== joins || stopping || member.consumer !== consumer || member.left !== undefined) return;
+        const resumed = held;
+        held = [];
+        try {
+          if (resumed.length > 0) consumer.resume(resumed);
+        } catch (error) {
+          logger.error({ err: error }, 'a new assignment could not be resumed; a new member takes its place');
+          scheduleReplacement();
+        }
+      });
+  }
 
   function begin(joining: Member): Promise<void> {
     const { consumer } = joining;
@@ -159,6 +213,8 @@ export function createSupervisedConsumer(options: SupervisedConsumerOptions): Su
         if (stopping) return;
         const next: Member = { consumer: newConsumer() };
         member = next;
+        // The replaced member's pauses went with it.
+        held = [];
         await begin(next).catch((error: unknown) => {
           logger.error({ err: error }, 'a new ingest consumer did not start; trying again');
           void leave(next);

@@ -12,6 +12,8 @@ export interface GatewayMetrics {
   readonly ingestBatchSize: Histogram;
   readonly insertDuration: Histogram;
   readonly deadLettered: Counter<'reason'>;
+  /** Offsets the ingest consumer skipped because they were deleted (retention, deleteRecords) before it read them, by topic and partition. */
+  readonly retentionSkipped: Counter<'topic' | 'partition'>;
   /** Requests refused with 429 by the per-organization rate limit, by route template (never by organization: one series each would be unbounded). */
   readonly rateLimited: Counter<'route'>;
   /** The live tail's reads of the store: `shared` (one per poll interval for every live stream), `join` (one for the streams joining it) or `own` (a stream catching up). */
@@ -78,6 +80,12 @@ export function createGatewayMetrics(): GatewayMetrics {
     }),
     insertDuration: new Histogram({ name: 'ingest_insert_duration_seconds', help: 'Time of one ingest store write.', buckets: LATENCY_BUCKETS, registers }),
     deadLettered: new Counter({ name: 'ingest_dead_lettered_total', help: 'Messages sent to the dead-letter topic, by reason.', labelNames: ['reason'], registers }),
+    retentionSkipped: new Counter({
+      name: 'ingest_retention_skipped_total',
+      help: 'Offsets the ingest consumer found deleted (by retention or deleteRecords) before it read them, so their messages reached neither the feed nor the dead-letter topic, by topic and partition. Each gap is also logged at error level with its exact range.',
+      labelNames: ['topic', 'partition'],
+      registers,
+    }),
     rateLimited: new Counter({ name: 'http_rate_limited_total', help: 'Requests refused by the per-organization rate limit, by route template.', labelNames: ['route'], registers }),
     tailStoreReads: new Counter({
       name: 'live_tail_store_reads_total',

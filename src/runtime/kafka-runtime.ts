@@ -124,6 +124,7 @@ export async function startIngestConsumer(
     fetchPartitionBytes: fetchPartitionBytes(config.ingest.fetchPartitionBytes, opened.messageLimits, sources.map(({ topic }) => topic)),
     compression: config.kafka.compression,
     sessionTimeoutMs: config.kafka.sessionTimeoutMs,
+    metadataMaxAgeMs: config.ingest.metadataMaxAgeMs,
     logger,
   });
   await consumer.start();

@@ -85,6 +85,7 @@ describeOnEachStore('ingest under rebalances and a failing store', function (sui
       fetchPartitionBytes: 1024 * 1024,
       stallMs,
       sessionTimeoutMs: 10_000,
+      metadataMaxAgeMs: 10_000,
       logger: createLogger('silent'),
     });
     consumers.push(created);

@@ -58,6 +58,8 @@ async function member(label: string): Promise<TestMember> {
     run: { eachBatch: async () => undefined },
     onRebalance: () => undefined,
     onFilteredBatch: () => undefined,
+    beforeFetching: async () => undefined,
+    metadataMaxAgeMs: 10_000,
     logger: createLogger('silent'),
   });
   return { supervised, runs, connected: () => connected, joinsSent: () => joinsSent, groupId, topic };

@@ -79,6 +79,7 @@ describeOnEachStore('ingest while the store is failing', function (suite) {
       fetchPartitionBytes: 1024 * 1024,
       stallMs: 60_000,
       sessionTimeoutMs: 10_000,
+      metadataMaxAgeMs: 10_000,
       logger: createLogger('silent'),
     });
     await consumer.start();

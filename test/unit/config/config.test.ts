@@ -145,6 +145,13 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ INGEST_FETCH_PARTITION_BYTES: '1000' })).to.throw('INGEST_FETCH_PARTITION_BYTES: must be between 65536 and 16777216, got 1000');
   });
 
+  it('asks for the consumed topics\' partitions every 10 s unless told, within 1 s and kafkajs\'s own 300 s', () => {
+    expect(loadConfig({}).ingest.metadataMaxAgeMs).to.equal(10_000);
+    expect(loadConfig({ INGEST_METADATA_MAX_AGE_MS: '2000' }).ingest.metadataMaxAgeMs).to.equal(2000);
+    expect(() => loadConfig({ INGEST_METADATA_MAX_AGE_MS: '500' })).to.throw('INGEST_METADATA_MAX_AGE_MS: must be between 1000 and 300000, got 500');
+    expect(() => loadConfig({ INGEST_METADATA_MAX_AGE_MS: '10s' })).to.throw('INGEST_METADATA_MAX_AGE_MS: must be a whole number, got "10s"');
+  });
+
   it('sends feed page reads in two batches at once unless told, none at 0', () => {
     expect(pageBatchingOf(loadConfig({}))).to.deep.equal(PAGE_BATCHING);
     expect(pageBatchingOf(loadConfig({ FEED_BATCHES_IN_FLIGHT: '4' }))).to.deep.equal({ ...PAGE_BATCHING, inFlight: 4 });

@@ -16,6 +16,8 @@ describe('supervised consumer', () => {
       run: { eachBatch: async () => undefined },
       onRebalance: () => undefined,
       onFilteredBatch: () => undefined,
+      beforeFetching: async () => undefined,
+      metadataMaxAgeMs: 10_000,
       logger: createLogger('silent'),
     });
     // kafkajs itself refuses: this is what the stop used to throw.

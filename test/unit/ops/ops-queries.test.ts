@@ -79,7 +79,7 @@ describe('the ops files of this repository', () => {
 
   it('have an alert for each thing an operator must hear about', () => {
     expect(alertQueries(rules).map((q) => q.source)).to.include.members(
-      ['IngestLagGrowing', 'PartitionStalled', 'DeadLettersRising', 'ProduceErrors', 'HighErrorRate', 'LatencyOverBudget', 'NotReady', 'Down'].map((n) => `alert CoreGateway${n}`),
+      ['IngestLagGrowing', 'PartitionStalled', 'IngestRetentionGap', 'DeadLettersRising', 'ProduceErrors', 'HighErrorRate', 'LatencyOverBudget', 'NotReady', 'Down'].map((n) => `alert CoreGateway${n}`),
     );
   });
 

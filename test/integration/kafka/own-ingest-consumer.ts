@@ -1,0 +1,53 @@
+import { randomBytes } from 'node:crypto';
+import { createEventIngestor } from '../../../src/ingest/event-ingestor.js';
+import { createIngestConsumer, type IngestConsumer } from '../../../src/ingest/kafka-ingest-consumer.js';
+import { KAFKA_DEFAULT_MAX_MESSAGE_BYTES } from '../../../src/kafka/message-bytes.js';
+import type { GatewayMetrics } from '../../../src/metrics/gateway-metrics.js';
+import type { Logger } from '../../../src/observability/logger.js';
+import { createSchemaRegistry } from '../../../src/schemas/schema-registry.js';
+import { createClickHouseEventStore } from '../../../src/store/clickhouse-event-store.js';
+import type { SqlTransport } from '../../../src/store/sql-transport.js';
+import { createTopics } from '../../support/kafka-topics.js';
+import type { KafkaSuite } from './kafka-suite.js';
+
+/** An events topic, its dead-letter topic and a consumer group, named for one test alone. */
+export interface OwnTopic {
+  readonly topic: string;
+  readonly deadLetterTopic: string;
+  readonly groupId: string;
+}
+
+export async function ownTopic(s: KafkaSuite, label: string, partitions: number): Promise<OwnTopic> {
+  const run = randomBytes(4).toString('hex');
+  const topic = `${label}.${run}`;
+  await createTopics(s.kafka, [{ topic, numPartitions: partitions }, { topic: `${topic}.dlq`, numPartitions: 1 }]);
+  return { topic, deadLetterTopic: `${topic}.dlq`, groupId: `${label}-${run}` };
+}
+
+/**
+ * The gateway's ingest consumer, in this process, on a topic of its own and the suite's real
+ * store (so its events show in the suite gateway's feed), with the suite gateway's ingest
+ * settings: what a test changes is the topic under it, not the consumer.
+ */
+export function ownIngestConsumer(s: KafkaSuite, own: OwnTopic, transport: SqlTransport, metrics: GatewayMetrics, logger: Logger): IngestConsumer {
+  const { ingest, kafka } = s.gateway.config;
+  return createIngestConsumer({
+    kafka: s.kafka,
+    metrics,
+    groupId: own.groupId,
+    sources: [{ topic: own.topic, format: 'canonical-event' }],
+    deadLetterTopic: own.deadLetterTopic,
+    deadLetterMaxBytes: KAFKA_DEFAULT_MAX_MESSAGE_BYTES,
+    ingestor: createEventIngestor({ store: createClickHouseEventStore(transport), schemas: createSchemaRegistry() }),
+    batchSize: ingest.batchSize,
+    batchBytes: ingest.batchBytes,
+    batchWaitMs: ingest.batchWaitMs,
+    maxInFlightEvents: ingest.maxInFlightEvents,
+    maxInFlightBytes: ingest.maxInFlightBytes,
+    fetchPartitionBytes: ingest.fetchPartitionBytes,
+    stallMs: ingest.stallMs,
+    sessionTimeoutMs: kafka!.sessionTimeoutMs,
+    metadataMaxAgeMs: ingest.metadataMaxAgeMs,
+    logger,
+  });
+}

@@ -1,0 +1,101 @@
+import { expect } from 'chai';
+import type { Kafka } from 'kafkajs';
+import type { CanonicalEvent, CanonicalEventPageResponse } from '../../../src/generated/schema-types.js';
+import type { IngestConsumer } from '../../../src/ingest/kafka-ingest-consumer.js';
+import { createGatewayMetrics } from '../../../src/metrics/gateway-metrics.js';
+import { openStore } from '../../../src/runtime/store-runtime.js';
+import type { SqlTransport } from '../../../src/store/sql-transport.js';
+import { capturedLogger } from '../../support/captured-logger.js';
+import { canonicalEvent } from '../../support/factories.js';
+import { committedToEnd } from '../../support/kafka-topics.js';
+import { parseMetrics, samplesOf } from '../../support/metrics-text.js';
+import type { Tenant } from '../../support/test-gateway.js';
+import { waitFor } from '../../support/wait-for.js';
+import { describeOnEachStore, type KafkaSuite } from './kafka-suite.js';
+import { ownIngestConsumer, ownTopic } from './own-ingest-consumer.js';
+
+/** pino's number for the error level. */
+const ERROR = 50;
+const GAP_MESSAGE = 'offsets deleted before they were read (retention or deleteRecords); their messages are in neither the feed nor the dead-letter topic';
+
+async function sendTo(kafka: Kafka, topic: string, partition: number, events: readonly CanonicalEvent[]): Promise<void> {
+  const producer = kafka.producer();
+  await producer.connect();
+  try {
+    await producer.send({ topic, acks: -1, messages: events.map((e) => ({ partition, key: e.device_id!, value: JSON.stringify(e) })) });
+  } finally {
+    await producer.disconnect();
+  }
+}
+
+async function feedIds(s: KafkaSuite, tenant: Tenant): Promise<string[]> {
+  const res = await s.gateway.call<CanonicalEventPageResponse>('GET', `/projects/${tenant.projectId}/events?limit=200`, { headers: await tenant.headers() });
+  if (res.status !== 200) throw new Error(`the feed answered ${res.status}: ${res.text}`);
+  return res.body.data.items.map((e) => e.id);
+}
+
+describeOnEachStore('offsets deleted before the ingest consumer read them', function (suite) {
+  this.timeout(120_000);
+  let transport: SqlTransport;
+  let consumer: IngestConsumer | undefined;
+
+  before(async () => {
+    transport = await openStore(suite().gateway.config);
+  });
+
+  afterEach(async () => {
+    await consumer?.stop();
+    consumer = undefined;
+  });
+
+  after(async () => {
+    await transport.close();
+  });
+
+  it('logs the exact range at error level, counts it per partition, and reads on from the log start', async () => {
+    const s = suite();
+    const tenant = s.gateway.tenant();
+    const own = await ownTopic(s, 'retention-gap', 2);
+    // Partition 0 at offsets 0–9, partition 1 at 0–2.
+    const first = Array.from({ length: 10 }, () => canonicalEvent({ org_id: tenant.orgId, project_id: tenant.projectId }));
+    const second = Array.from({ length: 3 }, () => canonicalEvent({ org_id: tenant.orgId, project_id: tenant.projectId }));
+    await sendTo(s.kafka, own.topic, 0, first);
+    await sendTo(s.kafka, own.topic, 1, second);
+
+    // The group had read partition 0 up to offset 3 and nothing of partition 1 when it went
+    // down; then retention (here deleteRecords, as kafkajs calls it deleteTopicRecords) removed partition 0 below offset 7.
+    const admin = s.kafka.admin();
+    await admin.connect();
+    try {
+      await admin.setOffsets({ groupId: own.groupId, topic: own.topic, partitions: [{ partition: 0, offset: '3' }, { partition: 1, offset: '0' }] });
+      await admin.deleteTopicRecords({ topic: own.topic, partitions: [{ partition: 0, offset: '7' }] });
+      const [start] = (await admin.fetchTopicOffsets(own.topic)).filter((p) => p.partition === 0);
+      expect(start?.low, 'log start of partition 0').to.equal('7');
+    } finally {
+      await admin.disconnect();
+    }
+
+    const metrics = createGatewayMetrics();
+    const log = capturedLogger('info');
+    consumer = ownIngestConsumer(s, own, transport, metrics, log.logger);
+    await consumer.start();
+
+    // It goes on from the log start: offsets 7–9 of partition 0 and all of partition 1, nothing else.
+    const expected = [...first.slice(7), ...second].map((e) => e.id).sort();
+    await waitFor('the events after the gap, and those of partition 1, in the feed', async () => {
+      const ids = (await feedIds(s, tenant)).sort();
+      return JSON.stringify(ids) === JSON.stringify(expected) ? true : undefined;
+    }, 30_000, 100);
+    await waitFor('both partitions committed to their end', () => committedToEnd(s.kafka, own.groupId, own.topic), 30_000, 100);
+
+    const gaps = log.lines.filter((line) => line.msg === GAP_MESSAGE);
+    expect(gaps.map(({ level, topic, partition, firstOffset, lastOffset, skipped }) => ({ level, topic, partition, firstOffset, lastOffset, skipped }))).to.deep.equal([
+      { level: ERROR, topic: own.topic, partition: 0, firstOffset: '3', lastOffset: '6', skipped: 4 },
+    ]);
+    const skipped = samplesOf(parseMetrics(await metrics.registry.metrics()), 'ingest_retention_skipped_total', { topic: own.topic });
+    expect(skipped.map((sample) => [sample.labels.partition, sample.value]).sort()).to.deep.equal([
+      ['0', 4],
+      ['1', 0],
+    ]);
+  });
+});
