@@ -17,7 +17,7 @@ import { signHs256Token } from '../../src/auth/sign-token.js';
 import { permissions } from '../../src/auth/principal.js';
 import type { Row } from '../support/results.js';
 import { latencies } from './ceiling.js';
-import { DEVICE_EVENTS_TABLE } from '../../src/store/device-events.js';
+import { DEVICE_EVENTS_TABLE, DEVICE_SPANS_TABLE } from '../../src/store/device-events.js';
 import type { FeedQuery } from '../../src/store/event-store.js';
 import { feedSql } from '../../src/store/feed-sql.js';
 import { toStoreTimestamp } from '../../src/store/timestamps.js';
@@ -90,8 +90,8 @@ async function generate(url: string, database: string, total: number, batch: num
   }
 }
 
-/** The tables a page may read: the events table and the device table its view fills (docs/decisions/device-pages.md). */
-const PAGE_TABLES = `('events', '${DEVICE_EVENTS_TABLE}')`;
+/** The tables a page may read: the events table, and the device table and its spans that their views fill (docs/decisions/device-pages.md). */
+const PAGE_TABLES = `('events', '${DEVICE_EVENTS_TABLE}', '${DEVICE_SPANS_TABLE}')`;
 
 /** Waits until no merge of the tables pages read runs for five polls in a row: the parts as merges leave them. */
 async function settled(url: string, database: string): Promise<number> {

@@ -5,7 +5,7 @@
  * own, COUNT events of one project (1,000 devices) over MONTHS months, written as
  * pre-encoded JSONEachRow in batches of 50,000; then the bytes on disk per event (every
  * table), and a device's first page and the project's first page read ROUNDS times each
- * with the SQL each variant's feed would send. Prints one JSON line per variant.
+ * with the SQL each variant's feed would send (the product's: the window its span sizes). Prints one JSON line per variant.
  *   node --import tsx bench/support/device-table-cost.ts [COUNT] [ROUNDS] [MONTHS]
  */
 import { randomUUID } from 'node:crypto';
@@ -13,7 +13,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { drainPending, Session } from 'chdb';
-import { DEVICE_EVENTS_TABLE } from '../../src/store/device-events.js';
+import { DEVICE_EVENTS_TABLE, DEVICE_SPANS_TABLE } from '../../src/store/device-events.js';
+import { deviceWindowSql } from '../../src/store/device-pages.js';
 import { feedSql } from '../../src/store/feed-sql.js';
 import { storableEvent } from '../../src/store/event-rows.js';
 import { eventRowText } from '../../src/store/event-row-text.js';
@@ -25,6 +26,9 @@ const [count = '1000000', rounds = '200', months = '24'] = process.argv.slice(2)
 const PROJECTION = "ALTER TABLE events ADD PROJECTION by_device (SELECT * ORDER BY (org_id, project_id, device_id, occurred_at, id))";
 const PROJECTION_MODE = "ALTER TABLE events MODIFY SETTING deduplicate_merge_projection_mode = 'rebuild'";
 
+/** What the variants without the device table drop: its view and the view of its spans. */
+const WITHOUT_DEVICE_TABLE = [`DROP VIEW ${DEVICE_EVENTS_TABLE}_view`, `DROP VIEW ${DEVICE_SPANS_TABLE}_view`];
+
 interface Variant {
   /** Statements after the product's migrations. */
   readonly after: readonly string[];
@@ -34,8 +38,8 @@ interface Variant {
 
 const VARIANTS: Record<string, Variant> = {
   'device table (the product)': { after: [], devicePagesFrom: DEVICE_EVENTS_TABLE },
-  'by_device projection (before)': { after: [`DROP VIEW ${DEVICE_EVENTS_TABLE}_view`, PROJECTION_MODE, PROJECTION], devicePagesFrom: 'events' },
-  neither: { after: [`DROP VIEW ${DEVICE_EVENTS_TABLE}_view`], devicePagesFrom: 'events' },
+  'by_device projection (before)': { after: [...WITHOUT_DEVICE_TABLE, PROJECTION_MODE, PROJECTION], devicePagesFrom: 'events' },
+  neither: { after: WITHOUT_DEVICE_TABLE, devicePagesFrom: 'events' },
 };
 
 const orgId = randomUUID();
@@ -55,15 +59,19 @@ for (const [name, variant] of Object.entries(VARIANTS)) {
     const started = process.hrtime.bigint();
     for (const body of bodies) await session.insert({ table: 'events', values: body, format: 'JSONEachRow', settings: INSERT_SETTINGS });
     const insertSeconds = Number(process.hrtime.bigint() - started) / 1e9;
-    const bytes = Number(session.query("SELECT sum(bytes_on_disk) FROM system.parts WHERE database = currentDatabase() AND active AND table IN ('events', 'events_by_device')", 'TSV').toString().trim());
+    const bytes = Number(
+      session.query(`SELECT sum(bytes_on_disk) FROM system.parts WHERE database = currentDatabase() AND active AND table IN ('events', '${DEVICE_EVENTS_TABLE}', '${DEVICE_SPANS_TABLE}')`, 'TSV').toString().trim(),
+    );
     const page = async (deviceFilter: boolean) => {
-      const { sql, params } = feedSql({ orgId, projectId, filters: deviceFilter ? { deviceId } : {}, after: undefined, limit: 51 });
-      const text = deviceFilter ? sql.replace(`FROM ${DEVICE_EVENTS_TABLE}`, `FROM ${variant.devicePagesFrom}`) : sql;
+      const query = { orgId, projectId, filters: deviceFilter ? { deviceId } : {}, after: undefined, limit: 51 };
+      // The product reads a device's page in the window its span sizes; the others as the feed read it before.
+      const { sql: text, params } = deviceFilter && variant.devicePagesFrom === DEVICE_EVENTS_TABLE ? deviceWindowSql(query) : feedSql(query);
+      const from = deviceFilter ? text.replace(`FROM ${DEVICE_EVENTS_TABLE}`, `FROM ${variant.devicePagesFrom}`) : text;
       let ms = 0;
       let rowsRead = 0;
       for (let i = 0; i < Number(rounds); i++) {
         const t0 = process.hrtime.bigint();
-        const result = JSON.parse((await session.queryBindAsync(text, params, { format: 'JSON' })).text()) as { statistics: { rows_read: number } };
+        const result = JSON.parse((await session.queryBindAsync(from, params, { format: 'JSON' })).text()) as { statistics: { rows_read: number } };
         ms += Number(process.hrtime.bigint() - t0) / 1e6;
         rowsRead = result.statistics.rows_read;
       }

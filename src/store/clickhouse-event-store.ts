@@ -12,7 +12,8 @@ import { readDistinct } from './fold-copies.js';
 import type { SqlTransport } from './sql-transport.js';
 import { batchedPageReads, PAGE_BATCHING, type PageBatching, type PageRead } from './batched-page-reads.js';
 import { NIL_UUID } from '../ids/uuid.js';
-import { DEVICE_EVENTS_TABLE, readsByDevice } from './device-events.js';
+import { DEVICE_EVENTS_TABLE, DEVICE_SPANS_TABLE, readsByDevice } from './device-events.js';
+import { readDevicePage } from './device-pages.js';
 
 /**
  * Inserts into the tables a batch is written to that carry no row: they take the inserts'
@@ -25,6 +26,7 @@ import { DEVICE_EVENTS_TABLE, readsByDevice } from './device-events.js';
 const PROBE_WRITES = [
   'INSERT INTO event_spans SELECT * FROM event_spans WHERE 0',
   `INSERT INTO ${DEVICE_EVENTS_TABLE} SELECT * FROM ${DEVICE_EVENTS_TABLE} WHERE 0`,
+  `INSERT INTO ${DEVICE_SPANS_TABLE} SELECT * FROM ${DEVICE_SPANS_TABLE} WHERE 0`,
   'INSERT INTO events SELECT * FROM events WHERE 0',
 ];
 
@@ -77,12 +79,8 @@ export function createClickHouseEventStore(transport: SqlTransport, options: Fee
       for (const probe of PROBE_WRITES) await transport.command(probe);
     },
     async listEvents(query: FeedQuery): Promise<FeedSlice> {
-      if (readsByDevice(query.filters)) {
-        // One query over the whole range: the device table holds only the device's rows
-        // side by side, so windows would only add queries (docs/decisions/device-pages.md).
-        const rows = await readDistinct((after, limit) => readPage({ ...query, after, limit }, {}), query.after, query.limit);
-        return { events: rows.map(toFeedEvent) };
-      }
+      // A device's own table and span, not the walk below (docs/decisions/device-pages.md).
+      if (readsByDevice(query.filters)) return { events: (await readDevicePage(transport, query)).map(toFeedEvent) };
       const nowMs = now();
       const walk = windowWalk(query, nowMs, hints.plan(query, plan));
       const rows: EventRow[] = [];

@@ -16,9 +16,34 @@ export const deviceEventsSelect = (source: string, where?: string): string =>
   WHERE device_id IS NOT NULL${where === undefined ? '' : ` AND ${where}`}`;
 
 /**
+ * Where each device's events lie in time and how many they are, one row a device once
+ * merged (docs/decisions/device-pages.md, "The window"): what sizes a device page's
+ * window. Filled by a view as the device table is. The figures only ever widen and
+ * grow: copies and replays count again, and nothing lowers them when events go, so the
+ * window they size is a guess, never a bound on what a page returns.
+ */
+export const DEVICE_SPANS_TABLE = 'device_spans';
+
+export const DEVICE_SPANS_COLUMNS = `org_id UUID,
+    project_id UUID,
+    device_id UUID,
+    oldest SimpleAggregateFunction(min, DateTime64(6, 'UTC')),
+    newest SimpleAggregateFunction(max, DateTime64(6, 'UTC')),
+    events SimpleAggregateFunction(sum, UInt64)`;
+
+export const DEVICE_SPANS_ORDER = 'ORDER BY (org_id, project_id, device_id)';
+
+/** The device spans of the rows of `source` that `where` keeps, one row per device: the view's SELECT, and the backfill's. */
+export const deviceSpansSelect = (source: string, where?: string): string =>
+  `SELECT org_id, project_id, assumeNotNull(device_id) AS device_id, min(occurred_at) AS oldest, max(occurred_at) AS newest, count() AS events
+  FROM ${source}
+  WHERE device_id IS NOT NULL${where === undefined ? '' : ` AND ${where}`}
+  GROUP BY org_id, project_id, device_id`;
+
+/**
  * Whether a page is read from the device table: every page with a `device_id` filter,
- * whatever else it filters by. Such a page is one query over the whole range, not a walk
- * of time windows: the device's rows lie side by side, newest last, in each partition.
+ * whatever else it filters by. Such a page is not a walk of time windows: one window
+ * sized from the device's span, and the rest of its range only when that window fell short.
  */
 export const readsByDevice = (filters: FeedFilters): boolean => filters.deviceId !== undefined;
 

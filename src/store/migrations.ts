@@ -1,4 +1,4 @@
-import { DEVICE_EVENTS_TABLE, deviceEventsSelect } from './device-events.js';
+import { DEVICE_EVENTS_TABLE, DEVICE_SPANS_COLUMNS, DEVICE_SPANS_ORDER, DEVICE_SPANS_TABLE, deviceEventsSelect, deviceSpansSelect } from './device-events.js';
 import { EVENT_SPANS_COLUMNS, EVENT_SPANS_ORDER, eventSpansSelect } from './event-spans.js';
 import type { SqlTransport } from './sql-transport.js';
 
@@ -85,7 +85,7 @@ const TABLES: readonly TableSpec[] = [
     ],
     shardingKey: 'cityHash64(org_id, project_id)',
   },
-  // The events that name a device, ordered by it, filled by deviceEventsView below
+  // The events that name a device, ordered by it, filled by its view below
   // (docs/decisions/device-pages.md): a device's page is one short reverse read. Partitioned
   // as events are, so that a month dropped from one goes from both; copies fold as in events.
   // Granules of 1,024 rows: a page reads the newest granule of the device in every
@@ -99,7 +99,16 @@ const TABLES: readonly TableSpec[] = [
   SETTINGS index_granularity = 1024`,
     shardingKey: 'cityHash64(org_id, project_id)',
   },
-  // Where each scope's events lie in time (src/store/event-spans.ts), filled by spansView below;
+  // Where each device's events lie in time, and how many (src/store/device-events.ts): a row a
+  // device, not partitioned; sharded as events are, so a device's span lives on its page's shard.
+  {
+    name: DEVICE_SPANS_TABLE,
+    columns: DEVICE_SPANS_COLUMNS,
+    engine: { family: 'AggregatingMergeTree', args: '' },
+    clauses: DEVICE_SPANS_ORDER,
+    shardingKey: 'cityHash64(org_id, project_id)',
+  },
+  // Where each scope's events lie in time (src/store/event-spans.ts), filled by its view below;
   // sharded as events are, so a project's span lives on its events' shard.
   {
     name: 'event_spans',
@@ -164,6 +173,7 @@ interface DerivedTable {
 
 const DERIVED: readonly DerivedTable[] = [
   { table: DEVICE_EVENTS_TABLE, select: deviceEventsSelect },
+  { table: DEVICE_SPANS_TABLE, select: deviceSpansSelect },
   { table: 'event_spans', select: eventSpansSelect },
 ];
 

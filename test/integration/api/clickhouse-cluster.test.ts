@@ -57,6 +57,9 @@ describe('the gateway on a ClickHouse cluster, through Distributed tables [click
     expect(tables.map((t) => `${t.name} ${t.engine}`)).to.deep.equal([
       'command_log Distributed',
       'command_log_local MergeTree',
+      'device_spans Distributed',
+      'device_spans_local AggregatingMergeTree',
+      'device_spans_view MaterializedView',
       'event_spans Distributed',
       'event_spans_local AggregatingMergeTree',
       // On the local table: it runs on the inserts each shard takes.

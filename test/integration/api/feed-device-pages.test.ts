@@ -3,12 +3,12 @@ import fc from 'fast-check';
 import type { CanonicalEvent, CanonicalEventPageResponse } from '../../../src/generated/schema-types.js';
 import { openStore } from '../../../src/runtime/store-runtime.js';
 import { createClickHouseEventStore } from '../../../src/store/clickhouse-event-store.js';
-import { DEVICE_EVENTS_TABLE } from '../../../src/store/device-events.js';
+import { DEVICE_EVENTS_TABLE, DEVICE_SPANS_TABLE } from '../../../src/store/device-events.js';
+import { deviceRestSql, deviceWindowSql } from '../../../src/store/device-pages.js';
 import { eventRowText } from '../../../src/store/event-row-text.js';
 import { storableEvent } from '../../../src/store/event-rows.js';
 import { migrate } from '../../../src/store/migrations.js';
 import type { FeedFilters, FeedQuery } from '../../../src/store/event-store.js';
-import { feedSql } from '../../../src/store/feed-sql.js';
 import { filterConditions } from '../../../src/store/filter-sql.js';
 import type { SqlParam, SqlTransport } from '../../../src/store/sql-transport.js';
 import { toStoreTimestamp } from '../../../src/store/timestamps.js';
@@ -66,17 +66,29 @@ describeOnEachStore('feed: a device page is one short read of the device table',
     return pages;
   }
 
-  it("plans a device page on the device table's key, in reverse order", async () => {
+  it("plans a device page's window on the device table's key, in reverse order, opening only the months the window reaches", async () => {
     const tenant = gw.tenant();
-    await gw.seed([eventOf(tenant, 1)]);
-    const { sql: query, params } = feedSql({ orgId: tenant.orgId, projectId: tenant.projectId, filters: { deviceId: uuid(), domain: 'telemetry' }, after: undefined, limit: 51 });
+    const device = uuid();
+    // Two years of a device that writes every other day: a page of 51 is about a quarter.
+    await gw.seed(Array.from({ length: 365 }, (_, k) => eventOf(tenant, k * 2, { device_id: device })));
+    const { sql: query, params } = deviceWindowSql({ orgId: tenant.orgId, projectId: tenant.projectId, filters: { deviceId: device }, after: undefined, limit: 51 });
     const plan = (await sql.query<{ explain: string }>(`EXPLAIN indexes = 1 ${query}`, params)).map((r) => r.explain).join('\n');
     expect(plan).to.match(new RegExp(`ReadFromMergeTree \\(\\w+\\.${DEVICE_EVENTS_TABLE}\\)`));
     expect(plan).to.match(/Read type: InReverseOrder/);
     expect(plan.slice(plan.indexOf('PrimaryKey'))).to.match(/device_id in \[/);
+    // The window's edge is known before the read is planned: the months below it are not opened.
+    const partitions = /Condition: \(toYYYYMM\(occurred_at\) in \[(\d{6}), \+Inf\)\)/.exec(plan);
+    expect(partitions, plan).to.not.equal(null);
+    const yyyymm = (monthsAgo: number) => {
+      const at = new Date();
+      at.setUTCMonth(at.getUTCMonth() - monthsAgo, 1);
+      return at.getUTCFullYear() * 100 + at.getUTCMonth() + 1;
+    };
+    // A page of 51 and its margin, at one event every other day: about seven months of the device's twenty-four.
+    expect(Number(partitions![1]), 'the oldest month the window opens').to.be.within(yyyymm(9), yyyymm(5));
   });
 
-  it('answers a device page in one query, however far back its history reaches, with or without other filters', async () => {
+  it('answers a device page in one query where its span sizes the window, and in two at most with other filters, however far back its history reaches', async () => {
     const tenant = gw.tenant();
     const [device, other, fleet] = [uuid(), uuid(), uuid()];
     // Three years of a device that writes every ten days, beside a busy one.
@@ -85,17 +97,37 @@ describeOnEachStore('feed: a device page is one short read of the device table',
     await gw.seed([...history, ...busy]);
     const counted = recordingTransport(sql);
     const store = createClickHouseEventStore(counted, { batching: false });
-    for (const filters of [{ deviceId: device }, { deviceId: device, fleetId: fleet }, { deviceId: device, domain: 'ota' }] satisfies FeedFilters[]) {
+    for (const [filters, most] of [
+      [{ deviceId: device }, 1],
+      [{ deviceId: device, fleetId: fleet }, 2],
+      [{ deviceId: device, domain: 'ota' }, 2],
+    ] satisfies [FeedFilters, number][]) {
       const expected = await expectedIds(sql, tenant, filters);
       const query: FeedQuery = { orgId: tenant.orgId, projectId: tenant.projectId, filters, after: undefined, limit: 21 };
       counted.clear();
       const first = await store.listEvents(query);
       expect(first.events.map((e) => e.event.id), JSON.stringify(filters)).to.deep.equal(expected.slice(0, 21));
+      const firstQueries = counted.sent.length;
       const after = first.events.at(-1)!.position;
       const second = await store.listEvents({ ...query, after });
       expect(second.events.map((e) => e.event.id)).to.deep.equal(expected.slice(21, 42));
       expect(first.resumeAfter ?? second.resumeAfter, 'a device page never stops short of its range').to.equal(undefined);
-      expect(counted.sent, 'one query a page').to.have.length(2);
+      expect([firstQueries, counted.sent.length - firstQueries], `queries of each page, ${JSON.stringify(filters)}`).to.satisfy((n: number[]) => n.every((q) => q >= 1 && q <= most));
+    }
+  });
+
+  it('answers the page of a device no event has named in two reads that open no part of the device table', async () => {
+    const tenant = gw.tenant();
+    await gw.seed([eventOf(tenant, 1)]);
+    const counted = recordingTransport(sql);
+    const query: FeedQuery = { orgId: tenant.orgId, projectId: tenant.projectId, filters: { deviceId: uuid() }, after: undefined, limit: 51 };
+    const page = await createClickHouseEventStore(counted, { batching: false }).listEvents(query);
+    expect(page).to.deep.equal({ events: [] });
+    expect(counted.sent, 'the window, then the rest').to.have.length(2);
+    for (const { sql: text, params } of [deviceWindowSql(query), deviceRestSql(query)]) {
+      const plan = (await sql.query<{ explain: string }>(`EXPLAIN indexes = 1 ${text}`, params)).map((r) => r.explain).join('\n');
+      const device = plan.slice(plan.indexOf(`.${DEVICE_EVENTS_TABLE})`));
+      expect(/Granules: (\d+)/.exec(device.slice(device.lastIndexOf('Granules')))?.[1] ?? '0', plan).to.equal('0');
     }
   });
 
@@ -148,44 +180,47 @@ describeOnEachStore('feed: a device page is one short read of the device table',
   });
 
   describe('rows read', () => {
-    /** The device table's structure, holding only what this test writes: in the shared table other suites' parts would add granules of their own. */
+    /** The device table and its spans, holding only what this test writes: in the shared tables other suites' parts would add granules of their own. */
     const TABLE = `devices_rows_read_${uuid().replaceAll('-', '')}`;
+    const SPANS = `device_spans_rows_read_${uuid().replaceAll('-', '')}`;
+    const onOwnTables = (text: string) => text.replace(new RegExp(`FROM ${DEVICE_EVENTS_TABLE}\\b`), `FROM ${TABLE}`).replace(new RegExp(`FROM ${DEVICE_SPANS_TABLE}\\b`), `FROM ${SPANS}`);
 
     before(async () => {
       await sql.command(`CREATE TABLE ${TABLE} AS ${DEVICE_EVENTS_TABLE}`);
+      await sql.command(`CREATE TABLE ${SPANS} AS ${DEVICE_SPANS_TABLE}`);
     });
 
     after(async () => {
       await sql.command(`DROP TABLE IF EXISTS ${TABLE}`);
+      await sql.command(`DROP TABLE IF EXISTS ${SPANS}`);
     });
 
-    it("reads about a granule a month of the device's history, not rows in proportion to its events", async () => {
-      const [orgId, projectId, dense, sparse] = [uuid(), uuid(), uuid(), uuid()];
-      const months = 12;
-      // A month of 5,000 events of one device, and two of another, in each of twelve months.
-      for (const [device, perMonth] of [[dense, 5000], [sparse, 2]] as const) {
+    it("reads what the page needs, not rows in proportion to the device's events or the months of its history", async () => {
+      const [orgId, projectId, old, young] = [uuid(), uuid(), uuid(), uuid()];
+      // Two devices writing 2,000 events a month: one for three years, one for three months.
+      for (const [device, months] of [[old, 36], [young, 3]] as const) {
         await sql.command(
           `INSERT INTO ${TABLE} (org_id, project_id, occurred_at, id, domain, entity, action, device_id, fleet_id, payload)
-          SELECT {org:UUID}, {project:UUID},
-            toDateTime64(toStartOfMonth(now() - toIntervalMonth(intDiv(number, {per:UInt32}))), 6, 'UTC') + toIntervalSecond(number % {per:UInt32}),
-            generateUUIDv4(number), 'telemetry', 'reading', 'recorded', {device:UUID}, NULL, '{}'
+          SELECT {org:UUID}, {project:UUID}, now64(6, 'UTC') - toIntervalSecond(number * 1296), generateUUIDv4(number), 'telemetry', 'reading', 'recorded', {device:UUID}, NULL, '{}'
           FROM numbers({count:UInt32})`,
-          { org: orgId, project: projectId, device, per: perMonth, count: perMonth * months },
+          { org: orgId, project: projectId, device, count: 2000 * months },
         );
       }
+      await sql.command(`INSERT INTO ${SPANS} SELECT org_id, project_id, device_id, min(occurred_at), max(occurred_at), count() FROM ${TABLE} GROUP BY org_id, project_id, device_id`);
       const read = async (deviceId: string, after?: FeedQuery['after']) => {
-        const { sql: text, params } = feedSql({ orgId, projectId, filters: { deviceId }, after, limit: 51 });
-        return rowsRead(gw.config, text.replace(new RegExp(`FROM ${DEVICE_EVENTS_TABLE}\\b`), `FROM ${TABLE}`), params);
+        const { sql: text, params } = deviceWindowSql({ orgId, projectId, filters: { deviceId }, after, limit: 51 });
+        return rowsRead(gw.config, onOwnTables(text), params);
       };
-      const denseFirst = await read(dense);
-      const sparseFirst = await read(sparse);
-      // Lazy materialization reads a page's own rows a second time: hence the page's size on top.
-      const bound = months * GRANULE + 51;
-      expect(denseFirst, `the dense device's first page read ${denseFirst} rows of its ${5000 * months}`).to.be.at.most(bound);
-      expect(sparseFirst, `the sparse device's first page read ${sparseFirst} rows`).to.be.at.most(bound);
-      // A page deep in the history reaches only the months below it.
-      const deep = await read(dense, { occurredAt: toStoreTimestamp(new Date(Date.now() - 200 * DAY).toISOString()), id: uuid() });
-      expect(deep, `a page six months deep read ${deep} rows`).to.be.at.most(8 * GRANULE + 51);
+      const oldFirst = await read(old);
+      const youngFirst = await read(young);
+      // The window's own granules (a page and its margin fit in two), each read twice by lazy
+      // materialization, and the spans' one granule: nothing that grows with history.
+      const bound = 4 * GRANULE + 8192;
+      expect(oldFirst, `three years' device: ${oldFirst} rows read of its ${2000 * 36}`).to.be.at.most(bound);
+      expect(youngFirst, `three months' device: ${youngFirst} rows read`).to.be.at.most(bound);
+      expect(Math.abs(oldFirst - youngFirst), 'the same read, whatever the history').to.be.at.most(2 * GRANULE);
+      const deep = await read(old, { occurredAt: toStoreTimestamp(new Date(Date.now() - 700 * DAY).toISOString()), id: uuid() });
+      expect(deep, `a page two years deep: ${deep} rows read`).to.be.at.most(bound);
     });
   });
 

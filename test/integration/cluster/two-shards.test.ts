@@ -101,6 +101,9 @@ describe('the gateway on two ClickHouse shards [cluster]', function () {
       expect(tables.map((t) => `${t.name} ${t.engine}`), `shard ${i + 1}`).to.deep.equal([
         'command_log Distributed',
         'command_log_local MergeTree',
+        'device_spans Distributed',
+        'device_spans_local AggregatingMergeTree',
+        'device_spans_view MaterializedView',
         'event_spans Distributed',
         'event_spans_local AggregatingMergeTree',
         'event_spans_view MaterializedView',

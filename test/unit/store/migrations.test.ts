@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { backfills, migrationStatements, monthsBetween } from '../../../src/store/migrations.js';
 
-const TABLES = ['events', 'events_by_device', 'event_spans', 'idempotency_keys', 'command_log'];
+const TABLES = ['events', 'events_by_device', 'device_spans', 'event_spans', 'idempotency_keys', 'command_log'];
 /** Each node's own record of the backfills it ran, created after the tables and the view. */
 const LEDGER = 'store_backfills';
 const CREATED = /^CREATE TABLE IF NOT EXISTS (\w+)/;
@@ -42,7 +42,7 @@ describe('migrations', () => {
   it('creates replicated local tables and Distributed tables over them on every node of a cluster with Keeper', () => {
     const statements = migrationStatements({ kind: 'cluster', cluster: 'telemetry', replicated: true }).filter((s) => CREATED.test(s));
     expect(statements).to.have.length(TABLES.length * 2 + 1);
-    const [eventsLocal, events, devicesLocal, devices, spansLocal, spans, keysLocal, keys] = statements;
+    const [eventsLocal, events, devicesLocal, devices, deviceSpansLocal, deviceSpans, spansLocal, spans, keysLocal, keys] = statements;
     expect(eventsLocal).to.match(/^CREATE TABLE IF NOT EXISTS events_local ON CLUSTER telemetry \(/);
     expect(eventsLocal).to.include("ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', ingested_at)");
     expect(eventsLocal).to.include('ORDER BY (org_id, project_id, occurred_at, id)');
@@ -53,6 +53,8 @@ describe('migrations', () => {
     expect(devicesLocal).to.include("ENGINE = ReplicatedReplacingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}', ingested_at)");
     // A device's events on its project's shard.
     expect(devices).to.include('Distributed(telemetry, currentDatabase(), events_by_device_local, cityHash64(org_id, project_id))');
+    expect(deviceSpansLocal).to.include("ENGINE = ReplicatedAggregatingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}')");
+    expect(deviceSpans).to.include('Distributed(telemetry, currentDatabase(), device_spans_local, cityHash64(org_id, project_id))');
     expect(spansLocal).to.include("ENGINE = ReplicatedAggregatingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}')");
     // A project's span on its events' shard.
     expect(spans).to.include('Distributed(telemetry, currentDatabase(), event_spans_local, cityHash64(org_id, project_id))');
@@ -67,7 +69,7 @@ describe('migrations', () => {
     expect(statements[0]).to.include('ENGINE = ReplacingMergeTree(ingested_at)');
   });
 
-  it('keeps the spans and the device table with views on the table that takes inserts: events on one node, the local table on a cluster', () => {
+  it('keeps the spans, the device table and the device spans with views on the table that takes inserts: events on one node, the local table on a cluster', () => {
     const viewOf = (statements: string[], name: string) => statements.find((s) => s.startsWith(`CREATE MATERIALIZED VIEW IF NOT EXISTS ${name}`));
     const single = migrationStatements({ kind: 'single' });
     expect(viewOf(single, 'event_spans_view')).to.match(/^CREATE MATERIALIZED VIEW IF NOT EXISTS event_spans_view TO event_spans AS\s+SELECT .* FROM events\s+GROUP BY org_id, project_id, domain, entity, action$/s);
@@ -80,10 +82,18 @@ describe('migrations', () => {
     const plain = migrationStatements({ kind: 'cluster', cluster: 'telemetry', replicated: false });
     expect(viewOf(plain, 'event_spans_view')).to.match(/^CREATE MATERIALIZED VIEW IF NOT EXISTS event_spans_view TO event_spans_local AS\s+SELECT .* FROM events_local\s+GROUP/s);
     expect(viewOf(plain, 'events_by_device_view')).to.match(/^CREATE MATERIALIZED VIEW IF NOT EXISTS events_by_device_view TO events_by_device_local AS\s+SELECT .* FROM events_local\s+WHERE/s);
+    expect(viewOf(single, 'device_spans_view')).to.match(
+      /^CREATE MATERIALIZED VIEW IF NOT EXISTS device_spans_view TO device_spans AS\s+SELECT .*min\(occurred_at\) AS oldest, max\(occurred_at\) AS newest, count\(\) AS events\s+FROM events\s+WHERE device_id IS NOT NULL\s+GROUP BY org_id, project_id, device_id$/s,
+    );
+    expect(viewOf(replicated, 'device_spans_view')).to.match(/^CREATE MATERIALIZED VIEW IF NOT EXISTS device_spans_view ON CLUSTER telemetry TO device_spans_local AS\s+SELECT .* FROM events_local\s+WHERE/s);
     for (const statements of [single, replicated]) {
       const at = (prefix: RegExp) => statements.findIndex((s) => prefix.test(s));
       // After every table they join, and before the ledger whose backfills they must precede.
-      for (const [view, table] of [['event_spans_view', /^CREATE TABLE IF NOT EXISTS event_spans\b/], ['events_by_device_view', /^CREATE TABLE IF NOT EXISTS events_by_device\b/]] as const) {
+      for (const [view, table] of [
+        ['event_spans_view', /^CREATE TABLE IF NOT EXISTS event_spans\b/],
+        ['events_by_device_view', /^CREATE TABLE IF NOT EXISTS events_by_device\b/],
+        ['device_spans_view', /^CREATE TABLE IF NOT EXISTS device_spans\b/],
+      ] as const) {
         const created = at(new RegExp(`^CREATE MATERIALIZED VIEW IF NOT EXISTS ${view}`));
         expect(created).to.be.greaterThan(at(table)).and.greaterThan(at(/^CREATE TABLE IF NOT EXISTS events\b/));
         expect(created).to.be.lessThan(at(/^CREATE TABLE IF NOT EXISTS store_backfills/));
@@ -99,11 +109,12 @@ describe('migrations', () => {
     );
   });
 
-  it('backfills the spans and the device table from the events a month at a time: through the Distributed tables on a replicated cluster, shard by shard without Keeper', () => {
+  it('backfills the spans, the device table and the device spans from the events a month at a time: through the Distributed tables on a replicated cluster, shard by shard without Keeper', () => {
     const month = /toYYYYMM\(occurred_at\) = \{month:UInt32\}/;
     const byName = (layout: Parameters<typeof backfills>[0]) => Object.fromEntries(backfills(layout).map((b) => [b.name, b]));
     const single = byName({ kind: 'single' });
-    expect(Object.keys(single)).to.have.members(['event_spans', 'events_by_device']);
+    expect(Object.keys(single)).to.have.members(['event_spans', 'events_by_device', 'device_spans']);
+    expect(single['device_spans']!.statement).to.match(/^INSERT INTO device_spans SELECT .* FROM events\s+WHERE device_id IS NOT NULL AND toYYYYMM\(occurred_at\) = \{month:UInt32\}\s+GROUP BY org_id, project_id, device_id$/s);
     expect(single['event_spans']).to.deep.include({ source: 'events', view: 'event_spans_view' });
     expect(single['event_spans']!.statement).to.match(/^INSERT INTO event_spans SELECT .* FROM events\s+WHERE toYYYYMM\(occurred_at\) = \{month:UInt32\}\s+GROUP BY org_id, project_id, domain, entity, action$/s);
     expect(single['events_by_device']).to.deep.include({ source: 'events', view: 'events_by_device_view' });

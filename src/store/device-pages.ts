@@ -1,0 +1,114 @@
+import { DEVICE_EVENTS_TABLE, DEVICE_SPANS_TABLE } from './device-events.js';
+import { EVENT_COLUMNS, type EventRow } from './event-rows.js';
+import type { FeedQuery } from './event-store.js';
+import { PAGE_SETTINGS, pageConditions } from './feed-sql.js';
+import { storeTextMs } from './feed-windows.js';
+import { readDistinct } from './fold-copies.js';
+import type { SqlParams, SqlTransport } from './sql-transport.js';
+
+/**
+ * How many times over the window holds, at the device's mean rate, the events its page asks
+ * for, and the least it spans: rates vary, and a window that falls short costs a second read.
+ */
+const WINDOW_MARGIN = 2;
+const LEAST_WIDTH_US = 1_000_000;
+/** Past any event DateTime64 holds: the window's edge when the device has no span, so that it opens no partition. */
+const NO_WINDOW = "toDateTime64('2299-12-31 23:59:59', 6, 'UTC')";
+
+const SPAN_OF_DEVICE = `FROM ${DEVICE_SPANS_TABLE} WHERE org_id = {org_id:UUID} AND project_id = {project_id:UUID} AND device_id = {device_id:UUID}`;
+
+/** A row of a window read: the event, with the window's lower edge and the device's oldest event as the span gave them. */
+export interface WindowRow extends EventRow {
+  readonly window_from: string;
+  readonly device_oldest: string;
+}
+
+/** The newest instant the page can hold, as its own bounds give it (the cursor, `until`); the span's newest event bounds it too, in SQL. */
+function pageTop(query: FeedQuery): string {
+  const tops = [query.after?.occurredAt, query.filters.until].filter((t): t is string => t !== undefined);
+  if (tops.length === 0) return '2299-12-31 23:59:59.999999';
+  return tops.reduce((a, b) => (storeTextMs(a) <= storeTextMs(b) ? a : b));
+}
+
+/**
+ * A device's page within one window: from the page's top (its cursor or `until`, or the
+ * device's newest event) down by the time the device takes, at its mean rate over its
+ * span, to write WINDOW_MARGIN times the events asked for, and never below its oldest
+ * event. The window's edge is a scalar subquery of the device's span, so the engine knows
+ * it before it plans the read: the partitions below it are never opened. Each row says
+ * where the window began and where the device's events begin, so a short page knows
+ * whether the window held the rest of the device's range.
+ */
+export function deviceWindowSql(query: FeedQuery): { sql: string; params: SqlParams } {
+  const { where, params } = pageConditions(query);
+  params['limit'] = query.limit;
+  params['top'] = pageTop(query);
+  const top = "least(max(newest), {top:DateTime64(6, 'UTC')})";
+  const reach = `greatest(toUnixTimestamp64Micro(${top}) - toUnixTimestamp64Micro(min(oldest)), 0)`;
+  const width = `least(intDiv(toUnixTimestamp64Micro(max(newest)) - toUnixTimestamp64Micro(min(oldest)), greatest(sum(events), 1)) * {limit:UInt32} * ${WINDOW_MARGIN} + ${LEAST_WIDTH_US}, ${reach})`;
+  const sql = `WITH (
+      SELECT tuple(if(sum(events) = 0, ${NO_WINDOW}, subtractMicroseconds(${top}, ${width})), min(oldest))
+      ${SPAN_OF_DEVICE}
+    ) AS span
+    SELECT ${EVENT_COLUMNS.join(', ')}, span.1 AS window_from, span.2 AS device_oldest
+    FROM ${DEVICE_EVENTS_TABLE}
+    WHERE ${where.join(' AND ')} AND occurred_at >= span.1
+    ORDER BY occurred_at DESC, id DESC
+    LIMIT {limit:UInt32}
+    SETTINGS ${PAGE_SETTINGS.join(', ')}`;
+  return { sql, params };
+}
+
+/**
+ * The rest of a device's range below the page's position, read when the window fell
+ * short: every partition the device's events may lie in. Not at all for a device with no
+ * span, which no event has named (the condition is a constant the engine folds before it
+ * opens a part).
+ */
+export function deviceRestSql(query: FeedQuery): { sql: string; params: SqlParams } {
+  const { where, params } = pageConditions(query);
+  params['limit'] = query.limit;
+  const sql = `SELECT ${EVENT_COLUMNS.join(', ')}
+    FROM ${DEVICE_EVENTS_TABLE}
+    WHERE ${where.join(' AND ')} AND (SELECT count() ${SPAN_OF_DEVICE}) > 0
+    ORDER BY occurred_at DESC, id DESC
+    LIMIT {limit:UInt32}
+    SETTINGS ${PAGE_SETTINGS.join(', ')}`;
+  return { sql, params };
+}
+
+/**
+ * Up to `query.limit` distinct events of a device's page (docs/decisions/device-pages.md):
+ * one read of the window its span sizes, which holds the page for a device writing at a
+ * steady rate; when it falls short and the device's events reach below it, one read of the
+ * rest. Never short while the device has more: only the device's oldest event ends it.
+ */
+export async function readDevicePage(transport: SqlTransport, query: FeedQuery): Promise<EventRow[]> {
+  let window: { readonly from: string; readonly oldest: string } | undefined;
+  const rows = await readDistinct<WindowRow>(
+    async (after, limit) => {
+      const { sql, params } = deviceWindowSql({ ...query, after, limit });
+      const found = await transport.query<WindowRow>(sql, params);
+      // The last read's window is the one that ended the page: a read after folded copies
+      // sizes a window of its own, and one that found nothing says nothing of where it began.
+      const first = found[0];
+      window = first === undefined ? undefined : { from: first.window_from, oldest: first.device_oldest };
+      return found;
+    },
+    query.after,
+    query.limit,
+  );
+  // Store text compares as the times it holds.
+  if (rows.length >= query.limit || (window !== undefined && window.from <= window.oldest)) return rows;
+  const last = rows.at(-1);
+  const rest = await readDistinct<EventRow>(
+    (after, limit) => {
+      const { sql, params } = deviceRestSql({ ...query, after, limit });
+      return transport.query<EventRow>(sql, params);
+    },
+    last === undefined ? query.after : { occurredAt: last.occurred_at, id: last.id },
+    query.limit - rows.length,
+    last,
+  );
+  return [...rows, ...rest];
+}
