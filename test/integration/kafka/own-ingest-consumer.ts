@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { createEventIngestor } from '../../../src/ingest/event-ingestor.js';
-import { createIngestConsumer, type IngestConsumer } from '../../../src/ingest/kafka-ingest-consumer.js';
+import { createIngestConsumer, type IngestConsumer, type IngestConsumerOptions } from '../../../src/ingest/kafka-ingest-consumer.js';
 import { KAFKA_DEFAULT_MAX_MESSAGE_BYTES } from '../../../src/kafka/message-bytes.js';
 import type { GatewayMetrics } from '../../../src/metrics/gateway-metrics.js';
 import type { Logger } from '../../../src/observability/logger.js';
@@ -27,9 +27,16 @@ export async function ownTopic(s: KafkaSuite, label: string, partitions: number)
 /**
  * The gateway's ingest consumer, in this process, on a topic of its own and the suite's real
  * store (so its events show in the suite gateway's feed), with the suite gateway's ingest
- * settings: what a test changes is the topic under it, not the consumer.
+ * settings unless `overrides` says otherwise.
  */
-export function ownIngestConsumer(s: KafkaSuite, own: OwnTopic, transport: SqlTransport, metrics: GatewayMetrics, logger: Logger): IngestConsumer {
+export function ownIngestConsumer(
+  s: KafkaSuite,
+  own: OwnTopic,
+  transport: SqlTransport,
+  metrics: GatewayMetrics,
+  logger: Logger,
+  overrides: Partial<IngestConsumerOptions> = {},
+): IngestConsumer {
   const { ingest, kafka } = s.gateway.config;
   return createIngestConsumer({
     kafka: s.kafka,
@@ -49,5 +56,6 @@ export function ownIngestConsumer(s: KafkaSuite, own: OwnTopic, transport: SqlTr
     sessionTimeoutMs: kafka!.sessionTimeoutMs,
     metadataMaxAgeMs: ingest.metadataMaxAgeMs,
     logger,
+    ...overrides,
   });
 }

@@ -1,7 +1,11 @@
 import { expect } from 'chai';
 import type { Kafka } from 'kafkajs';
 import type { CanonicalEvent, CanonicalEventPageResponse } from '../../../src/generated/schema-types.js';
+import { createEventIngestor } from '../../../src/ingest/event-ingestor.js';
 import type { IngestConsumer } from '../../../src/ingest/kafka-ingest-consumer.js';
+import { createSchemaRegistry } from '../../../src/schemas/schema-registry.js';
+import { createClickHouseEventStore } from '../../../src/store/clickhouse-event-store.js';
+import type { EventStore } from '../../../src/store/event-store.js';
 import { createGatewayMetrics } from '../../../src/metrics/gateway-metrics.js';
 import { openStore } from '../../../src/runtime/store-runtime.js';
 import type { SqlTransport } from '../../../src/store/sql-transport.js';
@@ -25,6 +29,19 @@ async function sendTo(kafka: Kafka, topic: string, partition: number, events: re
     await producer.send({ topic, acks: -1, messages: events.map((e) => ({ partition, key: e.device_id!, value: JSON.stringify(e) })) });
   } finally {
     await producer.disconnect();
+  }
+}
+
+/** Deletes the partition's records below `offset`, as retention would, with the kafkajs admin (Kafka's deleteRecords). */
+async function deleteBelow(kafka: Kafka, topic: string, partition: number, offset: number): Promise<void> {
+  const admin = kafka.admin();
+  await admin.connect();
+  try {
+    // deleteTopicRecords looks the leader up in metadata it does not load itself (kafkajs 2.2.4).
+    await admin.fetchTopicMetadata({ topics: [topic] });
+    await admin.deleteTopicRecords({ topic, partitions: [{ partition, offset: String(offset) }] });
+  } finally {
+    await admin.disconnect();
   }
 }
 
@@ -97,5 +114,70 @@ describeOnEachStore('offsets deleted before the ingest consumer read them', func
       ['0', 4],
       ['1', 0],
     ]);
+  });
+
+  it('reports the range when a running consumer\'s fetch position falls below the log start, as in a store outage longer than retention', async () => {
+    const s = suite();
+    const tenant = s.gateway.tenant();
+    const own = await ownTopic(s, 'retention-gap-running', 1);
+    // Three sends, three record batches: offsets 0–4, 5–9 and 10–14.
+    const sends = Array.from({ length: 3 }, () => Array.from({ length: 5 }, () => canonicalEvent({ org_id: tenant.orgId, project_id: tenant.projectId })));
+    for (const events of sends) await sendTo(s.kafka, own.topic, 0, events);
+
+    // The store takes no insert until released: the first batch waits in it, and the second
+    // waits for room behind it, holding kafkajs's fetch position at its own start.
+    let release!: () => void;
+    const released = new Promise<void>((resolve) => (release = resolve));
+    let inserts = 0;
+    const real = createClickHouseEventStore(transport);
+    const store: EventStore = {
+      ...real,
+      async insertEvents(events) {
+        inserts += 1;
+        await released;
+        await real.insertEvents(events);
+      },
+    };
+    // Which batches kafkajs has handed to the consumer, by first offset, read off the kafkajs consumer it creates.
+    const handedOver: string[] = [];
+    const watched = Object.create(s.kafka) as Kafka;
+    watched.consumer = (config) => {
+      const consumer = s.kafka.consumer(config);
+      consumer.on(consumer.events.START_BATCH_PROCESS, ({ payload }) => handedOver.push(payload.firstOffset));
+      return consumer;
+    };
+    const metrics = createGatewayMetrics();
+    const log = capturedLogger('info');
+    consumer = ownIngestConsumer(s, own, transport, metrics, log.logger, {
+      kafka: watched,
+      ingestor: createEventIngestor({ store, schemas: createSchemaRegistry() }),
+      // One record batch per fetch (the broker always returns the first whole), and room for one batch of five in flight.
+      fetchPartitionBytes: 1,
+      maxInFlightEvents: 5,
+      maxInFlightBytes: 1024 * 1024,
+    });
+    await consumer.start();
+    try {
+      await waitFor('the first batch in the store, the second waiting behind it', async () => (inserts >= 1 && handedOver.includes('5') ? true : undefined), 30_000, 20);
+      expect(handedOver, 'batches handed over while the store holds the first').to.deep.equal(['0', '5']);
+      // Retention catches up with the stalled consumer: offsets below 12 go.
+      await deleteBelow(s.kafka, own.topic, 0, 12);
+    } finally {
+      // Whatever happened: the stop would otherwise wait on the held insert.
+      release();
+    }
+
+    // Offsets 0–9 were fetched before the deletion and are stored; 10 and 11 were never read.
+    const expected = [...sends[0]!, ...sends[1]!, ...sends[2]!.slice(2)].map((e) => e.id).sort();
+    await waitFor('the events fetched before the deletion and those after the gap in the feed', async () => {
+      const ids = (await feedIds(s, tenant)).sort();
+      return JSON.stringify(ids) === JSON.stringify(expected) ? true : undefined;
+    }, 30_000, 100);
+    const gaps = log.lines.filter((line) => line.msg === GAP_MESSAGE);
+    expect(gaps.map(({ level, topic, partition, firstOffset, lastOffset, skipped }) => ({ level, topic, partition, firstOffset, lastOffset, skipped }))).to.deep.equal([
+      { level: ERROR, topic: own.topic, partition: 0, firstOffset: '10', lastOffset: '11', skipped: 2 },
+    ]);
+    const skipped = samplesOf(parseMetrics(await metrics.registry.metrics()), 'ingest_retention_skipped_total', { topic: own.topic });
+    expect(skipped.map((sample) => sample.value)).to.deep.equal([2]);
   });
 });
