@@ -5,7 +5,9 @@
  * own, COUNT events of one project (1,000 devices) over MONTHS months, written as
  * pre-encoded JSONEachRow in batches of 50,000; then the bytes on disk per event (every
  * table), and a device's first page and the project's first page read ROUNDS times each
- * with the SQL each variant's feed would send (the product's: the window its span sizes). Prints one JSON line per variant.
+ * with the SQL each variant's feed would send (the product's: the window its span sizes).
+ * Writes the figures as a result file (bench/results/), each against `neither` in the
+ * same run, and prints its path; `npm run bench:table` puts them in BENCHMARKS.md.
  *   node --import tsx bench/support/device-table-cost.ts [COUNT] [ROUNDS] [MONTHS]
  */
 import { randomUUID } from 'node:crypto';
@@ -21,6 +23,7 @@ import { eventRowText } from '../../src/store/event-row-text.js';
 import { migrationStatements } from '../../src/store/migrations.js';
 import { INSERT_SETTINGS, jsonEachRowBody } from '../../src/store/sql-transport.js';
 import { telemetry } from './bench-events.js';
+import { machineLoad, record, type Row } from './results.js';
 
 const [count = '1000000', rounds = '200', months = '24'] = process.argv.slice(2);
 const PROJECTION = "ALTER TABLE events ADD PROJECTION by_device (SELECT * ORDER BY (org_id, project_id, device_id, occurred_at, id))";
@@ -47,9 +50,19 @@ const projectId = randomUUID();
 const spanMs = Number(months) * 30 * 86_400_000;
 const start = Date.now() - spanMs;
 const events = telemetry(Number(count), orgId, projectId).map((e, i) => ({ ...e, occurred_at: new Date(start + Math.floor((i * spanMs) / Number(count))).toISOString() }));
+const started = new Date().toISOString();
+const load = machineLoad();
 const bodies: Buffer[] = [];
 for (let i = 0; i < events.length; i += 50_000) bodies.push(jsonEachRowBody(events.slice(i, i + 50_000).map((e) => eventRowText(storableEvent(e)))));
 const deviceId = events[events.length - 1]!.device_id!;
+
+interface Figures {
+  readonly insertRowsPerSecond: number;
+  readonly bytesOnDiskPerEvent: number;
+  readonly device: { readonly meanMs: number; readonly rowsRead: number };
+  readonly project: { readonly meanMs: number; readonly rowsRead: number };
+}
+const figures = new Map<string, Figures>();
 
 for (const [name, variant] of Object.entries(VARIANTS)) {
   const dir = mkdtempSync(join(tmpdir(), 'core-gateway-device-table-'));
@@ -79,17 +92,7 @@ for (const [name, variant] of Object.entries(VARIANTS)) {
     };
     const device = await page(true);
     const project = await page(false);
-    console.log(
-      JSON.stringify({
-        variant: name,
-        events: Number(count),
-        months: Number(months),
-        insertRowsPerSecond: Math.round(Number(count) / insertSeconds),
-        bytesOnDiskPerEvent: Number((bytes / Number(count)).toFixed(1)),
-        devicePage: device,
-        projectPage: project,
-      }),
-    );
+    figures.set(name, { insertRowsPerSecond: Math.round(Number(count) / insertSeconds), bytesOnDiskPerEvent: Number((bytes / Number(count)).toFixed(1)), device, project });
   } finally {
     session.close();
     // The engine binds one data directory per process: the next variant's opens once this one has let go.
@@ -97,3 +100,16 @@ for (const [name, variant] of Object.entries(VARIANTS)) {
     rmSync(dir, { recursive: true, force: true });
   }
 }
+
+const scenario = 'device table cost';
+const base = figures.get('neither')!;
+const rows: Row[] = [...figures].flatMap(([name, f]) => {
+  const against = (value: number) => (name === 'neither' ? {} : { baseline: { name: 'neither', value } });
+  return [
+    { scenario, measure: `insert into chDB, ${name}`, value: f.insertRowsPerSecond, unit: 'rows/s', ...against(base.insertRowsPerSecond) },
+    { scenario, measure: `bytes on disk per event, ${name}`, value: f.bytesOnDiskPerEvent, unit: 'bytes', ...against(base.bytesOnDiskPerEvent) },
+    { scenario, measure: `a device's first page, ${name}`, value: f.device.meanMs, unit: 'ms', note: `${f.device.rowsRead.toLocaleString('en-US')} rows read`, ...against(base.device.meanMs) },
+    { scenario, measure: `a project's first page, ${name}`, value: f.project.meanMs, unit: 'ms', note: `${f.project.rowsRead.toLocaleString('en-US')} rows read`, ...against(base.project.meanMs) },
+  ];
+});
+console.log(record(rows, { events: Number(count), rounds: Number(rounds), months: Number(months) }, { started, load, scenarios: [scenario] }));
