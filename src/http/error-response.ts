@@ -4,7 +4,9 @@ import type { Duplex } from 'node:stream';
 import { AppError, isAppError, type ErrorCode } from '../errors/app-error.js';
 import type { ErrorEnvelope } from '../generated/schema-types.js';
 import type { Logger } from '../observability/logger.js';
+import { createRepeatedCondition, type RepeatedCondition } from '../observability/repeated-condition.js';
 import { failure } from './envelope.js';
+import { matchedRoute } from './matched-route.js';
 import type { GatewayState } from './state.js';
 
 export interface ErrorResponse {
@@ -68,12 +70,26 @@ export function toErrorResponse(error: unknown): ErrorResponse {
 }
 
 export function errorHandler(logger: Logger): Middleware<GatewayState> {
+  // A dependency that is down answers every request of a route, /readyz's too, with a 503:
+  // logged as one condition a route (docs/decisions/outage-logs.md), which the route's next
+  // answer below 500 ends, not as an error with a stack a request.
+  const unavailable = new Map<string, RepeatedCondition>();
+  const conditionOf = (route: string) => {
+    let condition = unavailable.get(route);
+    if (condition === undefined) unavailable.set(route, (condition = createRepeatedCondition({ logger, what: `${route} answered 503: a dependency is unavailable` })));
+    return condition;
+  };
   return async (ctx, next) => {
     try {
       await next();
+      const route = matchedRoute(ctx);
+      if (route !== undefined) unavailable.get(route)?.ended({ method: ctx.method, status: ctx.status });
     } catch (error) {
       const response = toErrorResponse(error);
-      if (response.status >= 500) {
+      // A 503 outside any route (none is thrown there today) is logged as any other failure.
+      const route = matchedRoute(ctx);
+      if (response.status === 503 && route !== undefined) conditionOf(route).occurred(error, { method: ctx.method, path: ctx.path });
+      else if (response.status >= 500) {
         (ctx.state.request?.log ?? logger).error({ err: error, method: ctx.method, path: ctx.path, status: response.status }, 'request failed');
       }
       ctx.status = response.status;

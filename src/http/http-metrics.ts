@@ -1,5 +1,6 @@
 import type { Middleware } from 'koa';
 import type { GatewayMetrics } from '../metrics/gateway-metrics.js';
+import { matchedRoute } from './matched-route.js';
 
 /**
  * Times every request by its route template (never the raw path, whose ids would make a
@@ -12,8 +13,7 @@ export function httpMetrics(metrics: GatewayMetrics): Middleware {
     try {
       await next();
     } finally {
-      const route = (ctx as { _matchedRoute?: string | RegExp })._matchedRoute;
-      stop({ method: ctx.method, route: typeof route === 'string' ? route : 'unmatched', status: String(ctx.status) });
+      stop({ method: ctx.method, route: matchedRoute(ctx) ?? 'unmatched', status: String(ctx.status) });
     }
   };
 }

@@ -4,6 +4,7 @@ import type { GatewayMetrics } from '../metrics/gateway-metrics.js';
 import { authOf } from './authenticate.js';
 import type { OrgRateLimiter } from './org-rate-limiter.js';
 import type { GatewayState } from './state.js';
+import { matchedRoute } from './matched-route.js';
 
 /**
  * Spends one of the organization's tokens, or answers 429 with Retry-After. It goes
@@ -18,8 +19,7 @@ export function rateLimit(limiter: OrgRateLimiter | undefined, metrics: GatewayM
     }
     const verdict = limiter.take(authOf(ctx.state).orgId);
     if (!verdict.allowed) {
-      const route = (ctx as { _matchedRoute?: string | RegExp })._matchedRoute;
-      metrics.rateLimited.inc({ route: typeof route === 'string' ? route : 'unmatched' });
+      metrics.rateLimited.inc({ route: matchedRoute(ctx) ?? 'unmatched' });
       throw new AppError('RATE_LIMITED', 'Too many requests', {
         detail: `The organization's request rate limit is used up; retry in ${verdict.retryAfterSeconds} s.`,
         retryAfterSeconds: verdict.retryAfterSeconds,

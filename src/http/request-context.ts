@@ -5,6 +5,7 @@ import type { Logger } from '../observability/logger.js';
 import { parseTraceparent } from '../observability/trace-context.js';
 import { authOf } from './authenticate.js';
 import type { GatewayState, RequestContext } from './state.js';
+import { matchedRoute } from './matched-route.js';
 
 export const REQUEST_ID_HEADER = 'X-Request-Id';
 
@@ -47,11 +48,10 @@ export function requestContext(logger: Logger): Middleware<GatewayState> {
     } finally {
       const level = QUIET_PATHS.has(ctx.path) ? 'debug' : 'info';
       if (logger.isLevelEnabled(level)) {
-        const route = (ctx as { _matchedRoute?: string | RegExp })._matchedRoute;
         const line = {
           method: ctx.method,
           path: ctx.path,
-          route: typeof route === 'string' ? route : undefined,
+          route: matchedRoute(ctx),
           status: ctx.status,
           durationMs: Number(process.hrtime.bigint() - started) / 1e6,
           ...(ctx.state.auth === undefined ? {} : { orgId: ctx.state.auth.orgId, subject: ctx.state.auth.principal.subject }),

@@ -11,6 +11,20 @@ import { createDeadLetterWriter } from './dead-letter-writer.js';
 import { REJECT_REASONS, SickStoreError, type EventIngestor, type MessageFormat, type RawEventMessage, type RejectedMessage } from './event-ingestor.js';
 import { createReadGaps, type ReadGap } from './read-gaps.js';
 import { createSupervisedConsumer, isRebalancing } from './supervised-consumer.js';
+import { createRepeatedCondition, type RepeatedCondition } from '../observability/repeated-condition.js';
+
+/** The steps of a batch that are retried until they succeed. */
+type RetriedStep = 'store' | 'dead-letter send' | 'offset commit';
+
+/** The Kafka timestamp (ms) of the oldest message of a batch, what a stall holds back longest; undefined for an empty batch. */
+function oldestTimestamp(messages: readonly { readonly timestamp: string }[]): number | undefined {
+  let oldest: number | undefined;
+  for (const { timestamp } of messages) {
+    const ms = Number(timestamp);
+    if (Number.isFinite(ms)) oldest = Math.min(oldest ?? ms, ms);
+  }
+  return oldest;
+}
 
 export interface IngestConsumerOptions {
   readonly kafka: Kafka;
@@ -99,6 +113,8 @@ interface BatchContext {
   readonly payload: Pick<EachBatchPayload, 'isRunning' | 'commitOffsetsIfNecessary'>;
   /** Whether kafkajs has given the batch up (its partition sought elsewhere). */
   readonly isStale: () => boolean;
+  /** The Kafka timestamp (ms) of its oldest message, what a stall holds back longest; none for a batch with no message. */
+  readonly heldSince?: number | undefined;
   /** Its link in the partition's commit chain, once tracked. */
   settled?: Promise<void>;
 }
@@ -290,23 +306,34 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
    * commit chain) only when the consumer is stopping, the partition was taken away, or a
    * rebalance fenced the batch off; the group then delivers the batch again.
    */
-  async function withRetry<T>(what: string, batch: BatchContext, generation: number, step: () => Promise<T>): Promise<T> {
+  async function withRetry<T>(what: RetriedStep, batch: BatchContext, generation: number, step: () => Promise<T>): Promise<T> {
     const { topic, partition, payload } = batch;
     const fenced = () => pipeline.generation() !== generation;
+    const stall = stalls[what];
     for (let attempt = 1; ; attempt += 1) {
       if (fenced()) throw new FencedError(partitionName(topic, partition));
       try {
-        return await step();
+        const done = await step();
+        stall.ended({ topic, partition });
+        return done;
       } catch (error) {
         if (stopping || !payload.isRunning() || batch.isStale() || fenced()) throw error;
         const delay = Math.min(BACKOFF_MS.max, BACKOFF_MS.initial * 2 ** (attempt - 1));
-        logger.warn({ err: error, attempt, delayMs: delay, topic, partition }, `${what} failed; retrying batch`);
+        // Every batch of every partition retries while the store is down: one condition, not a line a retry.
+        stall.occurred(error, { topic, partition, attempt, delayMs: delay }, batch.heldSince);
         let timer: NodeJS.Timeout | undefined;
         await Promise.race([new Promise<void>((resolve) => (timer = setTimeout(resolve, delay))), nextRebalance.promise]);
         clearTimeout(timer);
       }
     }
   }
+
+  /** The steps a batch retries until they succeed, each logged as one condition while it fails (docs/decisions/outage-logs.md). */
+  const stalls: Record<RetriedStep, RepeatedCondition> = {
+    store: createRepeatedCondition({ logger, what: 'storing ingested batches failed' }),
+    'dead-letter send': createRepeatedCondition({ logger, what: 'sending dead letters failed' }),
+    'offset commit': createRepeatedCondition({ logger, what: 'committing ingested offsets failed' }),
+  };
 
   /** Stores a batch while the store is sick; resolves with the messages to dead-letter, in their order. */
   const storeBatch = (batch: BatchContext, messages: RawEventMessage[], generation: number) =>
@@ -425,7 +452,7 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
     const last = batch.lastOffset();
     const gap = gaps.read(batch.topic, batch.partition, fetchedOffset(batch), BigInt(last) + 1n);
     if (gap !== undefined) reportGap(gap);
-    const context: BatchContext = { topic: batch.topic, partition: batch.partition, payload, isStale: () => payload.isStale() };
+    const context: BatchContext = { topic: batch.topic, partition: batch.partition, payload, isStale: () => payload.isStale(), heldSince: oldestTimestamp(batch.messages) };
     trackCommit(context, generation, load, (BigInt(last) + 1n).toString(), Number(batch.offsetLag()), storeBatch(context, messages, generation));
     // kafkajs fetches on from here while the batch is stored; the commit waits for the store.
     payload.resolveOffset(last);

@@ -3,7 +3,7 @@ import { randomBytes } from 'node:crypto';
 import type { CanonicalEvent } from '../../../src/generated/schema-types.js';
 import { createEventIngestor } from '../../../src/ingest/event-ingestor.js';
 import { createIngestConsumer, type IngestConsumer } from '../../../src/ingest/kafka-ingest-consumer.js';
-import { createLogger } from '../../../src/observability/logger.js';
+import { SUMMARY_EVERY_MS } from '../../../src/observability/repeated-condition.js';
 import { KAFKA_DEFAULT_MAX_MESSAGE_BYTES } from '../../../src/kafka/message-bytes.js';
 import { createGatewayMetrics } from '../../../src/metrics/gateway-metrics.js';
 import { openStore } from '../../../src/runtime/store-runtime.js';
@@ -11,6 +11,7 @@ import { createSchemaRegistry } from '../../../src/schemas/schema-registry.js';
 import { createClickHouseEventStore } from '../../../src/store/clickhouse-event-store.js';
 import type { EventStore } from '../../../src/store/event-store.js';
 import type { SqlTransport } from '../../../src/store/sql-transport.js';
+import { capturedLogger } from '../../support/captured-logger.js';
 import { eventSeries } from '../../support/factories.js';
 import { committedOffsets, createTopics } from '../../support/kafka-topics.js';
 import { waitFor } from '../../support/wait-for.js';
@@ -48,6 +49,7 @@ describeOnEachStore('ingest while the store is failing', function (suite) {
     const tenant = gateway.tenant();
     const events: CanonicalEvent[] = eventSeries(25, { org_id: tenant.orgId, project_id: tenant.projectId });
 
+    const log = capturedLogger('info');
     const real = createClickHouseEventStore(transport);
     let failuresLeft = 3;
     let attempts = 0;
@@ -80,7 +82,7 @@ describeOnEachStore('ingest while the store is failing', function (suite) {
       stallMs: 60_000,
       sessionTimeoutMs: 10_000,
       metadataMaxAgeMs: 10_000,
-      logger: createLogger('silent'),
+      logger: log.logger,
     });
     await consumer.start();
 
@@ -102,5 +104,14 @@ describeOnEachStore('ingest while the store is failing', function (suite) {
     );
     expect(Number(row!.ids)).to.equal(25);
     expect(Number(row!.n)).to.equal(25);
+    // The outage in the log: one line when it began, a summary a period at most while it lasted, one when it ended.
+    const stall = log.lines.filter((l) => String(l['msg']).startsWith('storing ingested batches failed'));
+    expect(stall[0]).to.include({ msg: 'storing ingested batches failed: began; retrying', cause: 'event store failed for a reason that is not about the rows: connect ECONNREFUSED (injected)', topic });
+    expect(stall.at(-1)).to.include({ msg: 'storing ingested batches failed: ended' });
+    // A failed insert fails every batch it held: three failures are three retries or more.
+    expect(Number(stall.at(-1)!['occurrences'])).to.be.at.least(3);
+    const lasting = Number(stall.at(-1)!['lastingMs']);
+    expect(stall.length, `lines for an outage of ${lasting} ms`).to.be.at.most(2 + Math.floor(lasting / SUMMARY_EVERY_MS));
+    expect(stall.filter((l) => Number(l['level']) >= 50 || 'err' in l), 'no error, and no stack').to.deep.equal([]);
   });
 });
