@@ -1,13 +1,17 @@
 import { randomBytes } from 'node:crypto';
+import type { Kafka } from 'kafkajs';
+import type { CanonicalEvent, CanonicalEventPageResponse } from '../../../src/generated/schema-types.js';
 import { createEventIngestor } from '../../../src/ingest/event-ingestor.js';
 import { createIngestConsumer, type IngestConsumer, type IngestConsumerOptions } from '../../../src/ingest/kafka-ingest-consumer.js';
 import { KAFKA_DEFAULT_MAX_MESSAGE_BYTES } from '../../../src/kafka/message-bytes.js';
 import type { GatewayMetrics } from '../../../src/metrics/gateway-metrics.js';
 import type { Logger } from '../../../src/observability/logger.js';
+import { openStore } from '../../../src/runtime/store-runtime.js';
 import { createSchemaRegistry } from '../../../src/schemas/schema-registry.js';
 import { createClickHouseEventStore } from '../../../src/store/clickhouse-event-store.js';
 import type { SqlTransport } from '../../../src/store/sql-transport.js';
 import { createTopics } from '../../support/kafka-topics.js';
+import type { Tenant } from '../../support/test-gateway.js';
 import type { KafkaSuite } from './kafka-suite.js';
 
 /** An events topic, its dead-letter topic and a consumer group, named for one test alone. */
@@ -58,4 +62,46 @@ export function ownIngestConsumer(
     logger,
     ...overrides,
   });
+}
+
+/**
+ * The hooks of a suite whose tests each run an ingest consumer of their own: a second
+ * connection to the suite's store, opened once, and the consumer a test started, stopped
+ * after it whatever its outcome. `started` hands a test's consumer over to be stopped.
+ */
+export function ownConsumerHooks(suite: () => KafkaSuite): { transport: () => SqlTransport; started: (consumer: IngestConsumer) => IngestConsumer } {
+  let transport: SqlTransport | undefined;
+  let consumer: IngestConsumer | undefined;
+  before(async () => {
+    transport = await openStore(suite().gateway.config);
+  });
+  afterEach(async () => {
+    await consumer?.stop();
+    consumer = undefined;
+  });
+  after(async () => {
+    await transport?.close();
+  });
+  return {
+    transport: () => transport!,
+    started: (c) => (consumer = c),
+  };
+}
+
+/** The ids on the first page (200) of the tenant's feed, newest first. */
+export async function feedIds(s: KafkaSuite, tenant: Tenant): Promise<string[]> {
+  const res = await s.gateway.call<CanonicalEventPageResponse>('GET', `/projects/${tenant.projectId}/events?limit=200`, { headers: await tenant.headers() });
+  if (res.status !== 200) throw new Error(`the feed answered ${res.status}: ${res.text}`);
+  return res.body.data.items.map((e) => e.id);
+}
+
+/** Sends `events` to one partition of `topic`, acknowledged by every in-sync replica. */
+export async function sendTo(kafka: Kafka, topic: string, partition: number, events: readonly CanonicalEvent[]): Promise<void> {
+  const producer = kafka.producer();
+  await producer.connect();
+  try {
+    await producer.send({ topic, acks: -1, messages: events.map((e) => ({ partition, key: e.device_id!, value: JSON.stringify(e) })) });
+  } finally {
+    await producer.disconnect();
+  }
 }

@@ -1,36 +1,21 @@
 import { expect } from 'chai';
 import type { Kafka } from 'kafkajs';
-import type { CanonicalEvent, CanonicalEventPageResponse } from '../../../src/generated/schema-types.js';
 import { createEventIngestor } from '../../../src/ingest/event-ingestor.js';
-import type { IngestConsumer } from '../../../src/ingest/kafka-ingest-consumer.js';
 import { createSchemaRegistry } from '../../../src/schemas/schema-registry.js';
 import { createClickHouseEventStore } from '../../../src/store/clickhouse-event-store.js';
 import type { EventStore } from '../../../src/store/event-store.js';
 import { createGatewayMetrics } from '../../../src/metrics/gateway-metrics.js';
-import { openStore } from '../../../src/runtime/store-runtime.js';
-import type { SqlTransport } from '../../../src/store/sql-transport.js';
 import { capturedLogger } from '../../support/captured-logger.js';
 import { canonicalEvent } from '../../support/factories.js';
 import { committedToEnd } from '../../support/kafka-topics.js';
 import { parseMetrics, samplesOf } from '../../support/metrics-text.js';
-import type { Tenant } from '../../support/test-gateway.js';
 import { waitFor } from '../../support/wait-for.js';
-import { describeOnEachStore, type KafkaSuite } from './kafka-suite.js';
-import { ownIngestConsumer, ownTopic } from './own-ingest-consumer.js';
+import { describeOnEachStore } from './kafka-suite.js';
+import { feedIds, ownConsumerHooks, ownIngestConsumer, ownTopic, sendTo } from './own-ingest-consumer.js';
 
 /** pino's number for the error level. */
 const ERROR = 50;
 const GAP_MESSAGE = 'offsets deleted before they were read (retention or deleteRecords); their messages are in neither the feed nor the dead-letter topic';
-
-async function sendTo(kafka: Kafka, topic: string, partition: number, events: readonly CanonicalEvent[]): Promise<void> {
-  const producer = kafka.producer();
-  await producer.connect();
-  try {
-    await producer.send({ topic, acks: -1, messages: events.map((e) => ({ partition, key: e.device_id!, value: JSON.stringify(e) })) });
-  } finally {
-    await producer.disconnect();
-  }
-}
 
 /** Deletes the partition's records below `offset`, as retention would, with the kafkajs admin (Kafka's deleteRecords). */
 async function deleteBelow(kafka: Kafka, topic: string, partition: number, offset: number): Promise<void> {
@@ -45,29 +30,9 @@ async function deleteBelow(kafka: Kafka, topic: string, partition: number, offse
   }
 }
 
-async function feedIds(s: KafkaSuite, tenant: Tenant): Promise<string[]> {
-  const res = await s.gateway.call<CanonicalEventPageResponse>('GET', `/projects/${tenant.projectId}/events?limit=200`, { headers: await tenant.headers() });
-  if (res.status !== 200) throw new Error(`the feed answered ${res.status}: ${res.text}`);
-  return res.body.data.items.map((e) => e.id);
-}
-
 describeOnEachStore('offsets deleted before the ingest consumer read them', function (suite) {
   this.timeout(120_000);
-  let transport: SqlTransport;
-  let consumer: IngestConsumer | undefined;
-
-  before(async () => {
-    transport = await openStore(suite().gateway.config);
-  });
-
-  afterEach(async () => {
-    await consumer?.stop();
-    consumer = undefined;
-  });
-
-  after(async () => {
-    await transport.close();
-  });
+  const { transport, started } = ownConsumerHooks(suite);
 
   it('logs the exact range at error level, counts it per partition, and reads on from the log start', async () => {
     const s = suite();
@@ -94,8 +59,7 @@ describeOnEachStore('offsets deleted before the ingest consumer read them', func
 
     const metrics = createGatewayMetrics();
     const log = capturedLogger('info');
-    consumer = ownIngestConsumer(s, own, transport, metrics, log.logger);
-    await consumer.start();
+    await started(ownIngestConsumer(s, own, transport(), metrics, log.logger)).start();
 
     // It goes on from the log start: offsets 7–9 of partition 0 and all of partition 1, nothing else.
     const expected = [...first.slice(7), ...second].map((e) => e.id).sort();
@@ -129,7 +93,7 @@ describeOnEachStore('offsets deleted before the ingest consumer read them', func
     let release!: () => void;
     const released = new Promise<void>((resolve) => (release = resolve));
     let inserts = 0;
-    const real = createClickHouseEventStore(transport);
+    const real = createClickHouseEventStore(transport());
     const store: EventStore = {
       ...real,
       async insertEvents(events) {
@@ -148,14 +112,16 @@ describeOnEachStore('offsets deleted before the ingest consumer read them', func
     };
     const metrics = createGatewayMetrics();
     const log = capturedLogger('info');
-    consumer = ownIngestConsumer(s, own, transport, metrics, log.logger, {
+    const consumer = started(
+      ownIngestConsumer(s, own, transport(), metrics, log.logger, {
       kafka: watched,
       ingestor: createEventIngestor({ store, schemas: createSchemaRegistry() }),
       // One record batch per fetch (the broker always returns the first whole), and room for one batch of five in flight.
       fetchPartitionBytes: 1,
       maxInFlightEvents: 5,
       maxInFlightBytes: 1024 * 1024,
-    });
+      }),
+    );
     await consumer.start();
     try {
       await waitFor('the first batch in the store, the second waiting behind it', async () => (inserts >= 1 && handedOver.includes('5') ? true : undefined), 30_000, 20);
