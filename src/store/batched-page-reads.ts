@@ -87,8 +87,9 @@ const scopeOf = (orgId: string, projectId: string) => `${orgId.toLowerCase()} ${
  * read's own conditions joined by OR, ordered by the whole sort key and cut per project at
  * the largest limit: each read gets the rows it would have got alone. Sent alone, never
  * held back: a read of a project that already has a read waiting (one hot project's pages
- * would otherwise queue behind `inFlight` slots), a device_id read (it reads the device
- * table, in one query over the whole range), a read with no lower window edge (its range is the project's history), and
+ * would otherwise queue behind `inFlight` slots), a device_id read (its page belongs to
+ * the device table, docs/decisions/device-pages.md, which a batch of the events table
+ * does not read), a read with no lower window edge (its range is the project's history), and
  * for a minute the reads of the projects of a batch the store refused as too large. A
  * batch the store fails for its size (rows, bytes, the query's memory) sends its reads
  * alone, so it fails no page; any other failure is every read's, as it would have been.
