@@ -12,7 +12,7 @@ import { request, type IncomingMessage } from 'node:http';
 import { Kafka, logLevel } from 'kafkajs';
 import { permissions } from '../../src/auth/principal.js';
 import { signHs256Token } from '../../src/auth/sign-token.js';
-import { decodeTailPosition } from '../../src/feed/tail-position.js';
+import { decodeTailPosition } from '../../src/feed/tail/tail-position.js';
 import { summarize } from './latency.js';
 
 interface Spec {

@@ -1,5 +1,5 @@
 import type { PassThrough } from 'node:stream';
-import type { ClosingNotice, TailMessage, TailSink } from '../feed/live-tail.js';
+import type { ClosingNotice, TailMessage, TailSink } from '../feed/tail/live-tail.js';
 
 /** How long a stream the gateway ended may take to hand its last bytes to a client before its connection is cut. */
 export const CLOSING_GRACE_MS = 10_000;

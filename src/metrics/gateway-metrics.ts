@@ -22,9 +22,9 @@ export interface GatewayMetrics {
   readonly tailSlowClosed: Counter;
   /** Open live tails: `live` (fed by the shared read) or `catching_up`. */
   readonly tailStreams: Gauge<'state'>;
-  /** Feed first pages served, by `source`: `memory` (kept, src/feed/first-page-cache.ts) or `store`. */
+  /** Feed first pages served, by `source`: `memory` (kept, src/feed/first-page-cache/first-page-cache.ts) or `store`. */
   readonly firstPages: Counter<'source'>;
-  /** Feed pages by cursor where first pages are kept, by `source`: `memory` (cut from the kept first page, src/feed/page-after-kept.ts) or `store`. */
+  /** Feed pages by cursor where first pages are kept, by `source`: `memory` (cut from the kept first page, src/feed/first-page-cache/page-after-kept.ts) or `store`. */
   readonly cursorPages: Counter<'source'>;
   /** 1 while the watch of the store's writes follows them (kept first pages are served), 0 while it is blind. */
   readonly firstPagesWatched: Gauge;

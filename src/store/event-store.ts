@@ -87,14 +87,14 @@ export interface EventStore {
   /**
    * The projects with a row ingested at or after `from` and before `before` (horizons of
    * `tailHorizon`), at most `limit` of them; undefined when there are more. How a process
-   * learns of the writes of every other (src/feed/first-page-watch.ts).
+   * learns of the writes of every other (src/feed/first-page-cache/first-page-watch.ts).
    */
   changedProjects(from: string, before: string, limit: number): Promise<TailScope[] | undefined>;
   /**
    * The events of the rows ingested in the same window, copies included, in no order, at
    * most `limit` of them; undefined when there are more, or one it cannot read. What lets
    * a process bring the first pages it keeps up to date without reading them again
-   * (src/feed/first-page-merge.ts).
+   * (src/feed/first-page-cache/first-page-merge.ts).
    */
   writtenEvents(from: string, before: string, limit: number): Promise<StoredEvent[] | undefined>;
 }

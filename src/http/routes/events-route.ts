@@ -1,7 +1,7 @@
 import type Router from '@koa/router';
 import type { Middleware } from 'koa';
 import { createHash } from 'node:crypto';
-import type { FeedService } from '../../feed/feed-service.js';
+import type { FeedService } from '../../feed/pages/feed-service.js';
 import { allValid, validationError, type SchemaRegistry } from '../../schemas/schema-registry.js';
 import { TimestampError, toStoreTimestamp } from '../../store/timestamps.js';
 import { authenticate, authOf } from '../authenticate.js';

@@ -16,7 +16,7 @@ import { clickhouseServer } from './gateways.js';
  * Gateways that keep first pages for up to a minute (FEED_FIRST_PAGE_MAX_AGE_MS),
  * on the server store: chDB binds one data directory per process, so only the server can
  * have gateways of this file's own. The cache and its watch are the same on both
- * (src/feed/first-page-cache.ts, src/feed/first-page-watch.ts).
+ * (src/feed/first-page-cache/first-page-cache.ts, src/feed/first-page-cache/first-page-watch.ts).
  */
 describe('feed first pages kept in memory [clickhouse-server]', function () {
   this.timeout(120_000);

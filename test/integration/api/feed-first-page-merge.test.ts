@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { KEPT_PAGES_HELD, KEPT_PAGES_READ } from '../../../src/feed/feed-service.js';
-import { compareFeedOrder, mergeWritten } from '../../../src/feed/first-page-merge.js';
-import { pageAfterKept } from '../../../src/feed/page-after-kept.js';
+import { KEPT_PAGES_HELD, KEPT_PAGES_READ } from '../../../src/feed/pages/feed-service.js';
+import { compareFeedOrder, mergeWritten } from '../../../src/feed/first-page-cache/first-page-merge.js';
+import { pageAfterKept } from '../../../src/feed/first-page-cache/page-after-kept.js';
 import type { CanonicalEvent } from '../../../src/generated/schema-types.js';
 import { openStore } from '../../../src/runtime/store-runtime.js';
 import { createClickHouseEventStore } from '../../../src/store/clickhouse-event-store.js';
@@ -135,7 +135,7 @@ describeOnEachStore('first pages brought up to date with what was written equal 
         const project = { org_id: uuid(), project_id: uuid() };
         const seen = eventsOf(seenSpecs, project, []);
         const written = eventsOf(writtenSpecs, project, seen);
-        // Kept as the feed keeps first pages: read two pages deep, held to three once brought up to date (src/feed/feed-service.ts).
+        // Kept as the feed keeps first pages: read two pages deep, held to three once brought up to date (src/feed/pages/feed-service.ts).
         const kept: FeedQuery = { orgId: project.org_id, projectId: project.project_id, filters: f, after: undefined, limit: KEPT_PAGES_READ * limit + 1 };
         await store.insertEvents(seen.map(storableEvent));
         const from = await store.tailHorizon(0);

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { createCursorCodec } from '../../../src/feed/cursor.js';
+import { createCursorCodec } from '../../../src/feed/pages/cursor.js';
 import type { CanonicalEventPageResponse } from '../../../src/generated/schema-types.js';
 import { createSchemaRegistry } from '../../../src/schemas/schema-registry.js';
 import { eventSeries, hs256Token } from '../../support/factories.js';

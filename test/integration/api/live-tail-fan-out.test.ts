@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { connect, type Socket } from 'node:net';
-import { decodeTailPosition } from '../../../src/feed/tail-position.js';
+import { decodeTailPosition } from '../../../src/feed/tail/tail-position.js';
 import type { CanonicalEvent, ErrorEnvelope } from '../../../src/generated/schema-types.js';
 import { canonicalEvent, uuid } from '../../support/factories.js';
 import { request } from '../../support/http-client.js';

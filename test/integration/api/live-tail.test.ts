@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import type { CanonicalEvent, CanonicalEventPageResponse, ErrorEnvelope } from '../../../src/generated/schema-types.js';
-import { TAIL_BATCH_ROWS } from '../../../src/feed/live-tail.js';
+import { TAIL_BATCH_ROWS } from '../../../src/feed/tail/live-tail.js';
 import { openStore } from '../../../src/runtime/store-runtime.js';
 import { tailWindowSql } from '../../../src/store/clickhouse-tail.js';
 import type { SqlTransport } from '../../../src/store/sql-transport.js';

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { PassThrough } from 'node:stream';
-import type { TailMessage } from '../../../src/feed/live-tail.js';
+import type { TailMessage } from '../../../src/feed/tail/live-tail.js';
 import type { CanonicalEvent } from '../../../src/generated/schema-types.js';
 import { createSseSink } from '../../../src/http/sse-sink.js';
 import { canonicalEvent } from '../../support/factories.js';

@@ -1,7 +1,7 @@
-import { NIL_UUID } from '../ids/uuid.js';
-import type { Logger } from '../observability/logger.js';
-import type { EventStore, TailBatch, TailPosition } from '../store/event-store.js';
-import { pause, unlessAborted } from './abortable-waits.js';
+import { NIL_UUID } from '../../ids/uuid.js';
+import type { Logger } from '../../observability/logger.js';
+import type { EventStore, TailBatch, TailPosition } from '../../store/event-store.js';
+import { pause, unlessAborted } from '../abortable-waits.js';
 import type { LiveTailMetrics, LiveTailSettings } from './live-tail-types.js';
 import { MAX_RETRY_DELAY_MS, type SharedPoller } from './shared-poller.js';
 import { messagesOf } from './tail-matching.js';

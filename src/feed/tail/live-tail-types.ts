@@ -1,8 +1,8 @@
-import type { LiveTailConfig } from '../config/config.js';
-import type { CanonicalEvent } from '../generated/schema-types.js';
-import type { GatewayMetrics } from '../metrics/gateway-metrics.js';
-import type { Logger } from '../observability/logger.js';
-import type { TailFilters, TailPosition } from '../store/event-store.js';
+import type { LiveTailConfig } from '../../config/config.js';
+import type { CanonicalEvent } from '../../generated/schema-types.js';
+import type { GatewayMetrics } from '../../metrics/gateway-metrics.js';
+import type { Logger } from '../../observability/logger.js';
+import type { TailFilters, TailPosition } from '../../store/event-store.js';
 
 /** The live tail's settings, as the configuration parses them (STREAM_* in docs/configuration.md). */
 export type LiveTailSettings = LiveTailConfig;

@@ -1,4 +1,4 @@
-import { AppError } from '../errors/app-error.js';
+import { AppError } from '../../errors/app-error.js';
 import type { ClosingNotice } from './live-tail-types.js';
 
 // A slot frees only when a stream closes; retrying at once would just be refused again.

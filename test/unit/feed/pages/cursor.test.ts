@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { createHmac } from 'node:crypto';
-import { createCursorCodec, type CursorScope } from '../../../src/feed/cursor.js';
-import { AppError } from '../../../src/errors/app-error.js';
+import { createCursorCodec, type CursorScope } from '../../../../src/feed/pages/cursor.js';
+import { AppError } from '../../../../src/errors/app-error.js';
 
 const key = Buffer.alloc(32, 7);
 const codec = createCursorCodec(key);

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
-import type { Config } from '../../../src/config/config.js';
-import { firstPagesOf } from '../../../src/feed/first-page-cache.js';
+import type { Config } from '../../../../src/config/config.js';
+import { firstPagesOf } from '../../../../src/feed/first-page-cache/first-page-cache.js';
 
 /** Counts who follows the process's writes. */
 function writes() {

@@ -1,12 +1,12 @@
 import { expect } from 'chai';
-import { createCursorCodec } from '../../../src/feed/cursor.js';
-import { createFeedService, type FeedPage, type FeedRequest } from '../../../src/feed/feed-service.js';
-import { createFirstPageCache, dropPagesOnWrites, MAX_REFRESHES_IN_FLIGHT, type FirstPageCache, type FirstPageCacheOptions, type PageOwner } from '../../../src/feed/first-page-cache.js';
-import { createStoredBatches } from '../../../src/feed/stored-batches.js';
-import { compareFeedOrder } from '../../../src/feed/first-page-merge.js';
-import type { EventStore, FeedQuery, FeedSlice, StoredEvent } from '../../../src/store/event-store.js';
-import { storableEvent } from '../../../src/store/event-rows.js';
-import { canonicalEvent, uuid } from '../../support/factories.js';
+import { createCursorCodec } from '../../../../src/feed/pages/cursor.js';
+import { createFeedService, type FeedPage, type FeedRequest } from '../../../../src/feed/pages/feed-service.js';
+import { createFirstPageCache, dropPagesOnWrites, MAX_REFRESHES_IN_FLIGHT, type FirstPageCache, type FirstPageCacheOptions, type PageOwner } from '../../../../src/feed/first-page-cache/first-page-cache.js';
+import { createStoredBatches } from '../../../../src/feed/stored-batches.js';
+import { compareFeedOrder } from '../../../../src/feed/first-page-cache/first-page-merge.js';
+import type { EventStore, FeedQuery, FeedSlice, StoredEvent } from '../../../../src/store/event-store.js';
+import { storableEvent } from '../../../../src/store/event-rows.js';
+import { canonicalEvent, uuid } from '../../../support/factories.js';
 
 /**
  * A store holding events per organization and project, as `insertEvents` gives them, each

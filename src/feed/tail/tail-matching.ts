@@ -1,6 +1,6 @@
-import type { CanonicalEvent } from '../generated/schema-types.js';
-import { NIL_UUID } from '../ids/uuid.js';
-import type { TailedEvent, TailFilters, TailPosition } from '../store/event-store.js';
+import type { CanonicalEvent } from '../../generated/schema-types.js';
+import { NIL_UUID } from '../../ids/uuid.js';
+import type { TailedEvent, TailFilters, TailPosition } from '../../store/event-store.js';
 import type { TailMessage } from './live-tail-types.js';
 import { encodeTailPosition } from './tail-position.js';
 

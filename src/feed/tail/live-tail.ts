@@ -1,10 +1,10 @@
-import { NIL_UUID } from '../ids/uuid.js';
-import type { Logger } from '../observability/logger.js';
-import type { EventStore, TailPosition } from '../store/event-store.js';
+import { NIL_UUID } from '../../ids/uuid.js';
+import type { Logger } from '../../observability/logger.js';
+import type { EventStore, TailPosition } from '../../store/event-store.js';
 import type { LiveTail, LiveTailMetrics, LiveTailSettings } from './live-tail-types.js';
 import { createSharedPoller, type StoreHorizon } from './shared-poller.js';
-import { createSharedReads } from './shared-reads.js';
-import type { StoredBatches } from './stored-batches.js';
+import { createSharedReads } from '../shared-reads.js';
+import type { StoredBatches } from '../stored-batches.js';
 import { createTailCaps } from './tail-caps.js';
 import { catchUp } from './tail-catch-up.js';
 import { createTailFanOut } from './tail-fan-out.js';

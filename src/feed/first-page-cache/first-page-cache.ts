@@ -1,6 +1,6 @@
-import type { Config } from '../config/config.js';
-import type { FeedSlice, StoredEvent } from '../store/event-store.js';
-import type { StoredBatches } from './stored-batches.js';
+import type { Config } from '../../config/config.js';
+import type { FeedSlice, StoredEvent } from '../../store/event-store.js';
+import type { StoredBatches } from '../stored-batches.js';
 
 /** The project a cached page belongs to: a write of it drops or updates the project's pages. */
 export interface PageOwner {
@@ -16,7 +16,7 @@ export interface PageOwner {
  * - never a page read before this process's own last write of that project completed:
  *   a write drops the project's pages, and a read in flight when it lands is not kept;
  * - with `watched`, a page only while a watch of the store's writes
- *   (src/feed/first-page-watch.ts) follows every process's writes: the cache keeps
+ *   (src/feed/first-page-cache/first-page-watch.ts) follows every process's writes: the cache keeps
  *   nothing read before the watch first `see`s, and serves nothing while it is `blind`
  *   or past what its last `see` vouched for. Writes it reports drop their projects'
  *   pages as this process's own do, or bring them up to date (`written`). A blind spell
@@ -422,14 +422,14 @@ export function dropPagesOnWrites(stored: Pick<StoredBatches, 'onStored'>, cache
 
 /**
  * Events the kept pages hold together, at most: 1,000 pages of the largest size as read
- * before they were read two pages deep (src/feed/feed-service.ts), so that the page after
+ * before they were read two pages deep (src/feed/pages/feed-service.ts), so that the page after
  * each costs no more memory than the pages did, only fewer of them at that size.
  */
 export const MAX_KEPT_EVENTS = 201_000;
 
 /**
  * The feed's first pages this process keeps, dropped on its own writes and on every
- * other process's as a watch of the store sees them (src/feed/first-page-watch.ts, which
+ * other process's as a watch of the store sees them (src/feed/first-page-cache/first-page-watch.ts, which
  * the runtime starts): none where it serves no feed (ROLE=consumer) or may keep none
  * (FEED_FIRST_PAGE_MAX_AGE_MS=0), since following every write for a cache nobody reads
  * cost a consumer 6.6% of its CPU.

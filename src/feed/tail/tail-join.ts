@@ -1,6 +1,6 @@
-import { NIL_UUID } from '../ids/uuid.js';
-import type { Logger } from '../observability/logger.js';
-import type { EventStore, TailBatch, TailPosition } from '../store/event-store.js';
+import { NIL_UUID } from '../../ids/uuid.js';
+import type { Logger } from '../../observability/logger.js';
+import type { EventStore, TailBatch, TailPosition } from '../../store/event-store.js';
 import type { LiveTailMetrics } from './live-tail-types.js';
 import type { TailFanOut } from './tail-fan-out.js';
 import { afterHorizon, horizonAtOrAfter, matchesFilters, messagesOf, projectKey, scopeOf } from './tail-matching.js';

@@ -1,4 +1,4 @@
-import type { TailPosition } from '../store/event-store.js';
+import type { TailPosition } from '../../store/event-store.js';
 import type { ClosingNotice, TailRequest, TailSink } from './live-tail-types.js';
 
 /** One open stream's state, shared by its own reads (catching up) and the fan-out (live). */

@@ -1,12 +1,12 @@
-import type { CanonicalEvent, CursorPaginationMeta } from '../generated/schema-types.js';
-import type { EventStore, FeedFilters, FeedPosition, FeedQuery, FeedSlice, StoredEvent } from '../store/event-store.js';
+import type { CanonicalEvent, CursorPaginationMeta } from '../../generated/schema-types.js';
+import type { EventStore, FeedFilters, FeedPosition, FeedQuery, FeedSlice, StoredEvent } from '../../store/event-store.js';
 import type { CursorCodec, CursorScope } from './cursor.js';
-import type { FirstPageCache } from './first-page-cache.js';
-import { mergeWritten } from './first-page-merge.js';
-import { pageAfterKept } from './page-after-kept.js';
+import type { FirstPageCache } from '../first-page-cache/first-page-cache.js';
+import { mergeWritten } from '../first-page-cache/first-page-merge.js';
+import { pageAfterKept } from '../first-page-cache/page-after-kept.js';
 import { clampPageSize } from './page-size.js';
-import { createSharedReads } from './shared-reads.js';
-import type { StoredBatches } from './stored-batches.js';
+import { createSharedReads } from '../shared-reads.js';
+import type { StoredBatches } from '../stored-batches.js';
 
 export interface FeedRequest {
   readonly orgId: string;
@@ -34,7 +34,7 @@ const queryKey = (query: FeedQuery): string => JSON.stringify(query);
 
 /**
  * Pages a kept first page is read with: the first, and the next one a reader's cursor asks
- * for, cut from it in memory (src/feed/page-after-kept.ts); one more is kept of what is
+ * for, cut from it in memory (src/feed/first-page-cache/page-after-kept.ts); one more is kept of what is
  * written above it, so that a cursor given out before a page's worth of new events still
  * finds its page there. Reading 101 rows for a page of 50 costs the store about what 51
  * do where the same windows hold them: a page's cost is the query, not its rows

@@ -1,5 +1,5 @@
-import type { Logger } from '../observability/logger.js';
-import type { TailedEvent, TailPosition } from '../store/event-store.js';
+import type { Logger } from '../../observability/logger.js';
+import type { TailedEvent, TailPosition } from '../../store/event-store.js';
 import type { LiveTailMetrics, LiveTailSettings } from './live-tail-types.js';
 import { afterHorizon, matchesFilters, messagesOf, projectKey } from './tail-matching.js';
 import { SLOW_READER_NOTICE } from './tail-notices.js';

@@ -1,5 +1,5 @@
-import { isUuid } from '../ids/uuid.js';
-import type { TailPosition } from '../store/event-store.js';
+import { isUuid } from '../../ids/uuid.js';
+import type { TailPosition } from '../../store/event-store.js';
 
 /**
  * The SSE `id:` of a live-tail message, sent back as Last-Event-ID to resume: a version

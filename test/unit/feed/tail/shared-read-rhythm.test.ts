@@ -1,13 +1,13 @@
 import { expect } from 'chai';
-import { createSharedPoller, MAX_RETRY_DELAY_MS, MIN_READ_GAP_MS, type PollerClock } from '../../../src/feed/shared-poller.js';
-import type { StoredBatches } from '../../../src/feed/stored-batches.js';
-import { createTailFanOut } from '../../../src/feed/tail-fan-out.js';
-import { projectKey } from '../../../src/feed/tail-matching.js';
-import type { TailStream } from '../../../src/feed/tail-stream.js';
-import { NIL_UUID } from '../../../src/ids/uuid.js';
-import { createLogger } from '../../../src/observability/logger.js';
-import type { EventStore, TailPosition } from '../../../src/store/event-store.js';
-import { uuid } from '../../support/factories.js';
+import { createSharedPoller, MAX_RETRY_DELAY_MS, MIN_READ_GAP_MS, type PollerClock } from '../../../../src/feed/tail/shared-poller.js';
+import type { StoredBatches } from '../../../../src/feed/stored-batches.js';
+import { createTailFanOut } from '../../../../src/feed/tail/tail-fan-out.js';
+import { projectKey } from '../../../../src/feed/tail/tail-matching.js';
+import type { TailStream } from '../../../../src/feed/tail/tail-stream.js';
+import { NIL_UUID } from '../../../../src/ids/uuid.js';
+import { createLogger } from '../../../../src/observability/logger.js';
+import type { EventStore, TailPosition } from '../../../../src/store/event-store.js';
+import { uuid } from '../../../support/factories.js';
 
 /**
  * Time that moves only when the test moves it. The poller has one loop, and the store

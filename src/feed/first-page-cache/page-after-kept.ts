@@ -1,4 +1,4 @@
-import type { FeedPosition, FeedSlice } from '../store/event-store.js';
+import type { FeedPosition, FeedSlice } from '../../store/event-store.js';
 import { compareFeedOrder } from './first-page-merge.js';
 
 /**

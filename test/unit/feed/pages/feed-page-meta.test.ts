@@ -1,9 +1,9 @@
 import { expect } from 'chai';
-import { createCursorCodec } from '../../../src/feed/cursor.js';
-import { createFeedService } from '../../../src/feed/feed-service.js';
-import { NIL_UUID } from '../../../src/ids/uuid.js';
-import type { EventStore, FeedQuery, FeedSlice } from '../../../src/store/event-store.js';
-import { canonicalEvent, uuid } from '../../support/factories.js';
+import { createCursorCodec } from '../../../../src/feed/pages/cursor.js';
+import { createFeedService } from '../../../../src/feed/pages/feed-service.js';
+import { NIL_UUID } from '../../../../src/ids/uuid.js';
+import type { EventStore, FeedQuery, FeedSlice } from '../../../../src/store/event-store.js';
+import { canonicalEvent, uuid } from '../../../support/factories.js';
 
 /** A store that answers each page read with the slice given, recording the queries. */
 function storeAnswering(slice: (query: FeedQuery) => FeedSlice) {

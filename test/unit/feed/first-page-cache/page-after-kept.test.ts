@@ -1,10 +1,10 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { KEPT_PAGES_HELD, KEPT_PAGES_READ } from '../../../src/feed/feed-service.js';
-import { compareFeedOrder, mergeWritten } from '../../../src/feed/first-page-merge.js';
-import { pageAfterKept } from '../../../src/feed/page-after-kept.js';
-import type { FeedPosition, FeedQuery, FeedSlice, StoredEvent } from '../../../src/store/event-store.js';
-import { canonicalEvent, uuid } from '../../support/factories.js';
+import { KEPT_PAGES_HELD, KEPT_PAGES_READ } from '../../../../src/feed/pages/feed-service.js';
+import { compareFeedOrder, mergeWritten } from '../../../../src/feed/first-page-cache/first-page-merge.js';
+import { pageAfterKept } from '../../../../src/feed/first-page-cache/page-after-kept.js';
+import type { FeedPosition, FeedQuery, FeedSlice, StoredEvent } from '../../../../src/store/event-store.js';
+import { canonicalEvent, uuid } from '../../../support/factories.js';
 
 const ORG = uuid();
 const PROJECT = uuid();

@@ -1,8 +1,8 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
-import { AppError } from '../errors/app-error.js';
-import { isUuid } from '../ids/uuid.js';
-import type { FeedFilters, FeedPosition } from '../store/event-store.js';
-import { isStoreTimestamp } from '../store/timestamps.js';
+import { AppError } from '../../errors/app-error.js';
+import { isUuid } from '../../ids/uuid.js';
+import type { FeedFilters, FeedPosition } from '../../store/event-store.js';
+import { isStoreTimestamp } from '../../store/timestamps.js';
 
 /** What a cursor is valid for: the organization, the project and the exact filters of the query that issued it. */
 export interface CursorScope {

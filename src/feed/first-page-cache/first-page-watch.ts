@@ -1,8 +1,8 @@
-import type { Logger } from '../observability/logger.js';
-import type { EventStore, StoredEvent } from '../store/event-store.js';
-import { pause, unlessAborted } from './abortable-waits.js';
+import type { Logger } from '../../observability/logger.js';
+import type { EventStore, StoredEvent } from '../../store/event-store.js';
+import { pause, unlessAborted } from '../abortable-waits.js';
 import type { FirstPageCache, PageOwner } from './first-page-cache.js';
-import { projectKey } from './tail-matching.js';
+import { projectKey } from '../tail/tail-matching.js';
 
 /** The live tail's own settings: a first page shows an event no later than a live tail does. */
 export interface FirstPageWatchSettings {
@@ -61,7 +61,7 @@ export interface FirstPageWatch {
 
 /**
  * Follows the writes of every process into the store, so that the first pages kept in
- * memory (src/feed/first-page-cache.ts) are brought up to date or dropped when their
+ * memory (src/feed/first-page-cache/first-page-cache.ts) are brought up to date or dropped when their
  * project changes, whoever wrote it (docs/decisions/feed-first-page-cache.md).
  * Every `pollMs` it asks the store for its horizon (its clock less `settleMs`, as the
  * live tail does) and for the rows ingested since the last horizon, and hands each

@@ -1,8 +1,8 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { compareFeedOrder, mergeWritten } from '../../../src/feed/first-page-merge.js';
-import type { FeedFilters, FeedPosition, FeedQuery, FeedSlice, StoredEvent } from '../../../src/store/event-store.js';
-import { canonicalEvent, uuid } from '../../support/factories.js';
+import { compareFeedOrder, mergeWritten } from '../../../../src/feed/first-page-cache/first-page-merge.js';
+import type { FeedFilters, FeedPosition, FeedQuery, FeedSlice, StoredEvent } from '../../../../src/store/event-store.js';
+import { canonicalEvent, uuid } from '../../../support/factories.js';
 
 const ORG = uuid();
 const PROJECT = uuid();

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { clampPageSize } from '../../../src/feed/page-size.js';
+import { clampPageSize } from '../../../../src/feed/pages/page-size.js';
 
 describe('clampPageSize', () => {
   const cases: [number | undefined, number][] = [

@@ -1,5 +1,5 @@
-import type { FeedFilters, FeedPosition, FeedQuery, FeedSlice, StoredEvent } from '../store/event-store.js';
-import { matchesFilters } from './tail-matching.js';
+import type { FeedFilters, FeedPosition, FeedQuery, FeedSlice, StoredEvent } from '../../store/event-store.js';
+import { matchesFilters } from '../tail/tail-matching.js';
 
 /**
  * ClickHouse orders UUIDs as 128-bit numbers whose second half weighs more than the first

@@ -1,10 +1,10 @@
 import { expect } from 'chai';
-import type { FirstPageCache } from '../../../src/feed/first-page-cache.js';
-import { MAX_NAMED_PROJECTS, MAX_WINDOW_ROWS, NAMED_POLLS_AFTER_TOO_MANY, watchFirstPages, type FirstPageWatch } from '../../../src/feed/first-page-watch.js';
-import { createLogger } from '../../../src/observability/logger.js';
-import type { EventStore, StoredEvent, TailScope } from '../../../src/store/event-store.js';
-import { canonicalEvent, uuid } from '../../support/factories.js';
-import { waitFor } from '../../support/wait-for.js';
+import type { FirstPageCache } from '../../../../src/feed/first-page-cache/first-page-cache.js';
+import { MAX_NAMED_PROJECTS, MAX_WINDOW_ROWS, NAMED_POLLS_AFTER_TOO_MANY, watchFirstPages, type FirstPageWatch } from '../../../../src/feed/first-page-cache/first-page-watch.js';
+import { createLogger } from '../../../../src/observability/logger.js';
+import type { EventStore, StoredEvent, TailScope } from '../../../../src/store/event-store.js';
+import { canonicalEvent, uuid } from '../../../support/factories.js';
+import { waitFor } from '../../../support/wait-for.js';
 
 type CacheCall =
   | { kind: 'see'; forMs: number }

@@ -1,10 +1,10 @@
 import { expect } from 'chai';
-import { createCursorCodec } from '../../../src/feed/cursor.js';
-import { createFeedService, type FeedRequest } from '../../../src/feed/feed-service.js';
-import { createSharedReads } from '../../../src/feed/shared-reads.js';
-import { createStoredBatches } from '../../../src/feed/stored-batches.js';
-import type { EventStore, FeedPosition, FeedQuery, StoredEvent } from '../../../src/store/event-store.js';
-import { canonicalEvent, uuid } from '../../support/factories.js';
+import { createCursorCodec } from '../../../../src/feed/pages/cursor.js';
+import { createFeedService, type FeedRequest } from '../../../../src/feed/pages/feed-service.js';
+import { createSharedReads } from '../../../../src/feed/shared-reads.js';
+import { createStoredBatches } from '../../../../src/feed/stored-batches.js';
+import type { EventStore, FeedPosition, FeedQuery, StoredEvent } from '../../../../src/store/event-store.js';
+import { canonicalEvent, uuid } from '../../../support/factories.js';
 
 /** A store whose reads stay open until released, counting the queries it was sent. */
 function gatedStore() {

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { decodeTailPosition, encodeTailPosition } from '../../../src/feed/tail-position.js';
+import { decodeTailPosition, encodeTailPosition } from '../../../../src/feed/tail/tail-position.js';
 
 const position = { ingestedAt: '2026-05-01 10:00:00.123', id: '0f8e2a4c-1b3d-4e5f-8a9b-0c1d2e3f4a5b' };
 

@@ -1,14 +1,14 @@
 import { expect } from 'chai';
-import { AppError } from '../../../src/errors/app-error.js';
-import { createLiveTail, SLOW_READER_NOTICE, type ClosingNotice, type LiveTail, type LiveTailSettings, type TailMessage, type TailRequest, type TailSink } from '../../../src/feed/live-tail.js';
-import { createStoredBatches } from '../../../src/feed/stored-batches.js';
-import { decodeTailPosition } from '../../../src/feed/tail-position.js';
-import type { CanonicalEvent } from '../../../src/generated/schema-types.js';
-import { createLogger } from '../../../src/observability/logger.js';
-import type { EventStore, TailBatch, TailFilters, TailPosition } from '../../../src/store/event-store.js';
-import { storableEvent } from '../../../src/store/event-rows.js';
-import { canonicalEvent, uuid } from '../../support/factories.js';
-import { waitFor } from '../../support/wait-for.js';
+import { AppError } from '../../../../src/errors/app-error.js';
+import { createLiveTail, SLOW_READER_NOTICE, type ClosingNotice, type LiveTail, type LiveTailSettings, type TailMessage, type TailRequest, type TailSink } from '../../../../src/feed/tail/live-tail.js';
+import { createStoredBatches } from '../../../../src/feed/stored-batches.js';
+import { decodeTailPosition } from '../../../../src/feed/tail/tail-position.js';
+import type { CanonicalEvent } from '../../../../src/generated/schema-types.js';
+import { createLogger } from '../../../../src/observability/logger.js';
+import type { EventStore, TailBatch, TailFilters, TailPosition } from '../../../../src/store/event-store.js';
+import { storableEvent } from '../../../../src/store/event-rows.js';
+import { canonicalEvent, uuid } from '../../../support/factories.js';
+import { waitFor } from '../../../support/wait-for.js';
 
 const SETTINGS: LiveTailSettings = {
   settleMs: 0,

@@ -1,8 +1,8 @@
-import type { Logger } from '../observability/logger.js';
-import type { EventStore, TailPosition } from '../store/event-store.js';
-import { pause } from './abortable-waits.js';
+import type { Logger } from '../../observability/logger.js';
+import type { EventStore, TailPosition } from '../../store/event-store.js';
+import { pause } from '../abortable-waits.js';
 import type { LiveTailMetrics, LiveTailSettings } from './live-tail-types.js';
-import type { StoredBatches } from './stored-batches.js';
+import type { StoredBatches } from '../stored-batches.js';
 import type { TailFanOut } from './tail-fan-out.js';
 import { admitAt, SHARED_BATCH_ROWS, type Joiner } from './tail-join.js';
 import { scopeOf } from './tail-matching.js';
