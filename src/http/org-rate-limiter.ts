@@ -1,5 +1,5 @@
 import { performance } from 'node:perf_hooks';
-import type { RateLimitConfig } from '../config/config.js';
+import type { RateLimitConfig } from './http-settings.js';
 
 export type RateVerdict = { readonly allowed: true } | { readonly allowed: false; readonly retryAfterSeconds: number };
 

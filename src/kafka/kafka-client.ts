@@ -1,5 +1,5 @@
 import { Kafka, logLevel, type LogEntry, type logCreator, type RetryOptions } from 'kafkajs';
-import type { KafkaConfig } from '../config/config.js';
+import type { KafkaConfig } from './kafka-settings.js';
 import type { Logger } from '../observability/logger.js';
 import { registerCompressionCodecs } from './compression-codecs.js';
 import { kafkaJsSecurityOptions } from './kafka-security.js';

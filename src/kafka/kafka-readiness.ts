@@ -1,5 +1,5 @@
 import type { Admin } from 'kafkajs';
-import type { KafkaConfig } from '../config/config.js';
+import type { KafkaConfig } from './kafka-settings.js';
 import type { Logger } from '../observability/logger.js';
 import { NotReady, type ReadinessProbe } from '../observability/readiness.js';
 import { ONE_ATTEMPT, createKafkaClient } from './kafka-client.js';

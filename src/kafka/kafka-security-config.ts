@@ -1,6 +1,6 @@
-import { flag, optional, setAmong, type Env } from '../config/config-env.js';
-import { ConfigError } from '../config/config-error.js';
-import { certificatesFile, fileVariable, privateKeyFile, secretVariable } from '../config/config-files.js';
+import { flag, optional, setAmong, type Env } from '../settings/env.js';
+import { ConfigError } from '../settings/config-error.js';
+import { certificatesFile, fileVariable, privateKeyFile, secretVariable } from '../settings/file-variables.js';
 
 /** TLS to the brokers (KAFKA_SSL=true). PEM texts are read from their files at start. */
 export interface KafkaTlsConfig {

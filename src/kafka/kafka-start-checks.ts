@@ -1,29 +1,10 @@
 import type { Admin } from 'kafkajs';
-import { commandTopics } from '../commands/catalogue.js';
-import type { Config, KafkaConfig } from '../config/config.js';
+import type { KafkaConfig } from './kafka-settings.js';
 import type { Logger } from '../observability/logger.js';
 import { StartupError } from '../errors/startup-error.js';
 import { ONE_ATTEMPT, createKafkaClient } from './kafka-client.js';
 import { kafkaRefusal } from './kafka-errors.js';
 import type { KafkaSecurityConfig } from './kafka-security-config.js';
-
-/**
- * The contract topics a process of this role touches, and so the ones its start checks:
- * a gateway writes the command topics; a consumer reads the event and command topics and
- * writes the dead-letter topic. Each role needs ACLs on its own topics only.
- */
-export function topicsOfRole(config: Config): { readonly used: string[]; readonly written: string[] } {
-  const { topics } = config;
-  const commands = commandTopics(topics).map(({ topic }) => topic);
-  switch (config.role) {
-    case 'gateway':
-      return { used: commands, written: commands };
-    case 'consumer':
-      return { used: [...topics.events, ...commands, topics.deadLetter], written: [topics.deadLetter] };
-    case 'all':
-      return { used: [...topics.events, ...commands, topics.deadLetter], written: [...commands, topics.deadLetter] };
-  }
-}
 
 /** A refusal met during start, as a StartupError naming it; anything else unchanged. */
 export function startupFailure(error: unknown, security: KafkaSecurityConfig): unknown {

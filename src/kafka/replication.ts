@@ -1,5 +1,5 @@
 import kafkajs, { type Admin } from 'kafkajs';
-import type { KafkaConfig } from '../config/config.js';
+import type { KafkaConfig } from './kafka-settings.js';
 import { untilKnown } from './topics.js';
 
 // kafkajs is CommonJS, and Node finds only some of its exports by name (this one not): take it from the module object.

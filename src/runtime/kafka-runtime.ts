@@ -8,11 +8,12 @@ import type { EventIngestor } from '../ingest/event-ingestor.js';
 import { createKafkaClient } from '../kafka/kafka-client.js';
 import { kafkaSecurityWarnings } from '../kafka/kafka-security.js';
 import { fetchPartitionBytes, limitOf, readMessageLimits, type MessageLimits } from '../kafka/message-bytes.js';
-import { firstContact, requireTopics, startupFailure, topicsOfRole } from '../kafka/kafka-start-checks.js';
+import { firstContact, requireTopics, startupFailure } from '../kafka/kafka-start-checks.js';
 import { replicationFor, replicationShortfalls } from '../kafka/replication.js';
 import { ensureTopics } from '../kafka/topics.js';
 import type { Logger } from '../observability/logger.js';
 import type { GatewayMetrics } from '../metrics/gateway-metrics.js';
+import { topicsOfRole } from './topics-of-role.js';
 
 /** The configuration of a process that runs on Kafka: KAFKA_BROKERS is set. */
 export type KafkaRuntimeConfig = Config & { readonly kafka: KafkaConfig };

@@ -1,5 +1,5 @@
 import { ClickHouseLogLevel, type ClickHouseClientConfigOptions } from '@clickhouse/client';
-import type { ClickHouseConfig } from '../config/config.js';
+import type { ClickHouseConfig } from './clickhouse-settings.js';
 
 /** What every @clickhouse/client of the server transport shares: credentials, trust, logging. */
 export function clickHouseConnectionOptions(config: ClickHouseConfig): ClickHouseClientConfigOptions {

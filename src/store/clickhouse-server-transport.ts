@@ -1,7 +1,7 @@
 import { Readable } from 'node:stream';
 import { finished } from 'node:stream/promises';
 import { createClient, type ClickHouseClient, type ClickHouseSettings } from '@clickhouse/client';
-import type { ClickHouseConfig } from '../config/config.js';
+import type { ClickHouseConfig } from './clickhouse-settings.js';
 import { clickHouseConnectionOptions } from './clickhouse-connection-options.js';
 import type { InsertOptions, QueryLane, QueryOptions, SqlParams, SqlTransport } from './sql-transport.js';
 import { INSERT_SETTINGS, jsonEachRowBody } from './sql-transport.js';

@@ -1,4 +1,3 @@
-import type { Config } from '../../config/config.js';
 import type { FeedSlice, StoredEvent } from '../../store/event-store.js';
 import type { StoredBatches } from '../stored-batches.js';
 
@@ -435,7 +434,7 @@ export const MAX_KEPT_EVENTS = 201_000;
  * cost a consumer 6.6% of its CPU.
  */
 export function firstPagesOf(
-  config: Pick<Config, 'role' | 'feedFirstPageMaxAgeMs'>,
+  config: { readonly role: string; readonly feedFirstPageMaxAgeMs: number },
   stored: Pick<StoredBatches, 'onStored'>,
   told: Pick<FirstPageCacheOptions, 'served' | 'refreshed' | 'merged'> = {},
 ): FirstPageCache<FeedSlice, StoredEvent> | undefined {

@@ -1,4 +1,4 @@
-import type { LiveTailConfig } from '../../config/config.js';
+import type { LiveTailConfig } from './live-tail-settings.js';
 import type { CanonicalEvent } from '../../generated/schema-types.js';
 import type { GatewayMetrics } from '../../metrics/gateway-metrics.js';
 import type { Logger } from '../../observability/logger.js';

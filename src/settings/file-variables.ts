@@ -1,6 +1,6 @@
 import { X509Certificate, createPrivateKey, type KeyObject } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { optional, type Env } from './config-env.js';
+import { optional, type Env } from './env.js';
 import { ConfigError } from './config-error.js';
 
 /**

@@ -1,0 +1,60 @@
+import { isTopicName, topicName } from '../kafka/kafka-settings.js';
+import { ConfigError } from '../settings/config-error.js';
+import { integer, list, type Env } from '../settings/env.js';
+
+/** How the ingest consumer batches, bounds and fetches (INGEST_*). */
+export interface IngestConfig {
+  readonly batchSize: number;
+  readonly batchWaitMs: number;
+  /** Most bytes of message values in one insert (INGEST_BATCH_BYTES): a backlog of large events is split by bytes as well as by count. */
+  readonly batchBytes: number;
+  /** Events fetched and not yet stored, at most (INGEST_MAX_IN_FLIGHT_EVENTS); fetching waits past it. */
+  readonly maxInFlightEvents: number;
+  /** Bytes of message values fetched and not yet stored, at most (INGEST_MAX_IN_FLIGHT_BYTES); fetching waits past it. */
+  readonly maxInFlightBytes: number;
+  /** A partition with fetched events whose commit has not moved for this long is stalled: /metrics and /readyz say so (INGEST_STALL_MS). */
+  readonly stallMs: number;
+  /** Most bytes of one partition's records in one fetch, as the broker keeps them: compressed (INGEST_FETCH_PARTITION_BYTES). */
+  readonly fetchPartitionBytes: number;
+  /** How old the consumer's view of its topics' partitions may grow before it is asked for again: partitions added to a topic are read within about this long (INGEST_METADATA_MAX_AGE_MS). */
+  readonly metadataMaxAgeMs: number;
+}
+
+/** INGEST_*: batches, in-flight bounds, stall detection and fetch sizes of the ingest consumer. */
+export function parseIngest(env: Env): IngestConfig {
+  const batchSize = integer(env, 'INGEST_BATCH_SIZE', 50_000, 1, 1_000_000);
+  // 32 MiB holds a full batch of telemetry (50,000 events of about 450 bytes is 22 MB), so
+  // the count decides for it; a backlog of 86 KB events went into one body of 4.3 GB, past
+  // what a Buffer can hold. Up to 1 GiB: a Buffer's and the server's own limits lie above.
+  const batchBytes = integer(env, 'INGEST_BATCH_BYTES', 32 * 1024 * 1024, 64 * 1024, 1024 * 1024 * 1024);
+  return {
+    batchSize,
+    batchBytes,
+    batchWaitMs: integer(env, 'INGEST_BATCH_WAIT_MS', 200, 0, 60_000),
+    // Four inserts' worth keeps the store busy while kafkajs fetches the next ones.
+    maxInFlightEvents: integer(env, 'INGEST_MAX_IN_FLIGHT_EVENTS', 4 * batchSize, 1, 10_000_000),
+    maxInFlightBytes: integer(env, 'INGEST_MAX_IN_FLIGHT_BYTES', 4 * batchBytes, 64 * 1024, 8 * 1024 * 1024 * 1024),
+    // Six times the store retry's longest backoff (10 s): a sick store shows within a minute, a slow insert does not.
+    stallMs: integer(env, 'INGEST_STALL_MS', 60_000, 1000, 86_400_000),
+    // Counted compressed, as the broker stores it: why 1 MiB, in src/ingest/kafka-ingest-consumer.ts (fetchBytes).
+    fetchPartitionBytes: integer(env, 'INGEST_FETCH_PARTITION_BYTES', 1024 * 1024, 64 * 1024, 16 * 1024 * 1024),
+    // kafkajs's default (and the Java client's) is 300 s: partitions added during a spike went
+    // unread for five minutes. One metadata request each 10 s costs the broker next to nothing
+    // (docs/decisions/topic-changes-and-gaps.md).
+    metadataMaxAgeMs: integer(env, 'INGEST_METADATA_MAX_AGE_MS', 10_000, 1000, 300_000),
+  };
+}
+
+/** EVENTS_TOPICS: the topics of canonical events the ingest consumer reads (it reads the command topics too). */
+export function parseEventTopics(env: Env): string[] {
+  const events = list(env, 'EVENTS_TOPICS') ?? ['platform.events'];
+  for (const name of events) {
+    if (!isTopicName(name)) throw new ConfigError('EVENTS_TOPICS', `"${name}" is not a valid Kafka topic name`);
+  }
+  return events;
+}
+
+/** EVENTS_DLQ_TOPIC: where the ingest consumer writes what it cannot store. */
+export function parseDeadLetterTopic(env: Env): string {
+  return topicName(env, 'EVENTS_DLQ_TOPIC', 'platform.events.dlq');
+}
