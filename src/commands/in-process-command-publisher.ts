@@ -1,4 +1,4 @@
-import type { EventIngestor } from '../ingest/event-ingestor.js';
+import type { CanonicalEvent } from '../generated/schema-types.js';
 import type { Logger } from '../observability/logger.js';
 import { createGroupCommit } from '../concurrency/group-commit.js';
 import { REQUEST_ID_MESSAGE_HEADER } from './command-context.js';
@@ -20,9 +20,18 @@ const MAX_COMMANDS_PER_WRITE = 1000;
  * own insert: on a ClickHouse server that is two async inserts per request through a
  * pool of ten connections, which held enroll at about 50 requests a second.
  */
+/**
+ * What the embedded bus hands each command's event to: the ingestor the Kafka consumer
+ * uses (src/ingest/event-ingestor.ts), which the composition root passes in. Declared
+ * here, by the side that calls it, since ingestion sits above commands.
+ */
+export interface CommandEventIngestor {
+  ingestEvents(events: readonly CanonicalEvent[]): Promise<void>;
+}
+
 export interface InProcessCommandPublisherDeps {
   readonly log: CommandLog;
-  readonly ingestor: EventIngestor;
+  readonly ingestor: CommandEventIngestor;
   readonly logger: Logger;
   /**
    * Whether a failed write was the store refusing the rows themselves (a value it cannot

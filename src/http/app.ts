@@ -7,6 +7,7 @@ import type { FeedService } from '../feed/pages/feed-service.js';
 import type { LiveTail } from '../feed/tail/live-tail.js';
 import type { Logger } from '../observability/logger.js';
 import type { GatewayMetrics } from '../metrics/gateway-metrics.js';
+import type { JsonObject } from '../json/json-value.js';
 import type { ReadinessProbe } from '../observability/readiness.js';
 import type { SchemaRegistry } from '../schemas/schema-registry.js';
 import { authFailureGuard } from './auth-failure-guard.js';
@@ -37,6 +38,8 @@ export interface ApiDependencies {
   readonly rateLimiter: OrgRateLimiter | undefined;
   /** Failed authentications per client address (AUTH_FAILURES_*), and who the client is; undefined is no limit. */
   readonly authFailures: { readonly limiter: OrgRateLimiter; readonly clientAddressOf: ClientAddressOf } | undefined;
+  /** The OpenAPI and AsyncAPI documents served at /openapi.json and /asyncapi.json, built above http/ (src/openapi/, src/asyncapi/). */
+  readonly documents: { readonly openApi: JsonObject; readonly asyncApi: JsonObject };
 }
 
 export interface AppDependencies {
@@ -61,8 +64,8 @@ export function createApp(deps: AppDependencies): Koa<GatewayState> {
   const api = new Router<GatewayState>({ prefix: API_PREFIX });
   if (deps.api !== undefined) {
     if (deps.api.authFailures !== undefined) api.use(authFailureGuard(deps.api.authFailures.limiter, deps.api.authFailures.clientAddressOf));
-    registerOpenApiRoute(api);
-    registerAsyncApiRoute(api);
+    registerOpenApiRoute(api, deps.api.documents.openApi);
+    registerAsyncApiRoute(api, deps.api.documents.asyncApi);
     // The three v1 operations and opening a live tail spend the organization's tokens (RATE_LIMIT_PER_ORG).
     const limited = { ...deps.api, rateLimit: rateLimit(deps.api.rateLimiter, deps.metrics) };
     registerEventsRoute(api, limited);

@@ -4,14 +4,6 @@ import type { ClientAddressOf } from './client-address.js';
 import type { OrgRateLimiter } from './org-rate-limiter.js';
 import type { GatewayState } from './state.js';
 
-/** What authenticate() asks before it spends a key operation, and tells after a 401. */
-export interface AuthGuard {
-  /** Throws RATE_LIMITED (429, Retry-After) while the client's failures are used up. */
-  admit(): void;
-  /** Counts one failed authentication against the client. */
-  failed(): void;
-}
-
 /**
  * Puts the client's AuthGuard on ctx.state for authenticate(). Each token that fails
  * verification (401) takes a token from the client address's bucket; while the bucket is empty, a token the gateway has

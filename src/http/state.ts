@@ -1,5 +1,5 @@
 import type { Principal } from '../auth/principal.js';
-import type { AuthGuard } from './auth-failure-guard.js';
+import type { AuthGuard } from './auth-guard.js';
 import type { Logger } from '../observability/logger.js';
 import type { TraceContext } from '../observability/trace-context.js';
 

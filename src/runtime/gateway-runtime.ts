@@ -8,6 +8,8 @@ import type { CommandEntry } from '../commands/command-entry.js';
 import { createCommandHandler, type CommandHandler } from '../commands/command-handler.js';
 import { createInProcessCommandPublisher } from '../commands/in-process-command-publisher.js';
 import type { Config } from '../config/config.js';
+import { asyncApiDocument } from '../asyncapi/asyncapi-document.js';
+import { openApiDocument } from '../openapi/openapi-document.js';
 import { createCursorCodec } from '../feed/pages/cursor.js';
 import { createFeedService } from '../feed/pages/feed-service.js';
 import { firstPagesOf, type FirstPageCache } from '../feed/first-page-cache/first-page-cache.js';
@@ -93,6 +95,7 @@ function apiDependencies(
             limiter: createOrgRateLimiter({ perSecond: config.authFailures.perMinute / 60, burst: config.authFailures.burst }),
             clientAddressOf: createClientAddressOf(config.trustedProxies),
           },
+    documents: { openApi: openApiDocument(), asyncApi: asyncApiDocument() },
   };
 }
 

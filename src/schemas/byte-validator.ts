@@ -1,5 +1,5 @@
 import { MAX_JSON_DEPTH } from '../json/bounded-json.js';
-import { isStorableUtcInstant } from '../store/timestamps.js';
+import { isStorableUtcInstant } from '../time/storable-instant.js';
 
 /**
  * A validator that reads a JSON text as bytes and builds no value from it: the ingest

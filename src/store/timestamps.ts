@@ -1,14 +1,13 @@
 /**
  * Events carry RFC 3339 timestamps with any offset and precision; the store keeps
  * DateTime64(6, 'UTC'). JavaScript's Date holds only milliseconds, so the conversion is
- * done on the text to keep microseconds exact.
+ * done on the text to keep microseconds exact. DateTime64's range is in
+ * src/time/storable-instant.ts.
  */
+import { MAX_YEAR, MIN_YEAR, isStorableUtcInstant } from '../time/storable-instant.js';
+
 const RFC3339 = /^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d+))?([Zz]|[+-]\d{2}:\d{2})$/;
 const STORE_FORMAT = /^(\d{4}-\d{2}-\d{2}) (\d{2}:\d{2}:\d{2})\.(\d{6})$/;
-
-// DateTime64's range; outside it ClickHouse would silently clamp the value.
-const MIN_YEAR = 1900;
-const MAX_YEAR = 2299;
 
 export class TimestampError extends Error {
   override readonly name = 'TimestampError';
@@ -18,22 +17,9 @@ function pad(n: number, width: number): string {
   return String(n).padStart(width, '0');
 }
 
-const DAYS_IN_MONTH = [31, 28, 31, 30, 31, 30, 31, 31, 30, 31, 30, 31];
-
-function daysInMonth(year: number, month: number): number {
-  const leap = year % 4 === 0 && (year % 100 !== 0 || year % 400 === 0);
-  return month === 2 && leap ? 29 : DAYS_IN_MONTH[month - 1]!;
-}
-
 /** A fraction of a second as DateTime64(6) keeps it: cut or padded to microseconds. */
 function sixDigits(fraction: string): string {
   return fraction.padEnd(6, '0').slice(0, 6);
-}
-
-/** Whether the fields name a real UTC instant the store can hold, with no leap second: its text needs no Date to convert. */
-export function isStorableUtcInstant(year: number, month: number, day: number, h: number, mi: number, s: number): boolean {
-  if (year < MIN_YEAR || year > MAX_YEAR || month < 1 || month > 12 || day < 1 || day > daysInMonth(year, month)) return false;
-  return h >= 0 && h <= 23 && mi >= 0 && mi <= 59 && s >= 0 && s <= 59;
 }
 
 /**
