@@ -158,7 +158,7 @@ export function openApiDocument(): JsonObject {
               in: 'header',
               required: false,
               description: 'The id of the last event received: the stream resumes right after it, with no gap and no repeat.',
-              // The same rule src/feed/tail-position.ts enforces before decoding.
+              // The same rule src/feed/tail/tail-position.ts enforces before decoding.
               schema: { type: 'string', pattern: '^[A-Za-z0-9_-]{34}$' },
             },
           ],
