@@ -25,7 +25,10 @@ export async function rowsRead(config: Config, sql: string, params: SqlParams = 
   url.searchParams.set('database', server.database);
   url.searchParams.set('query', sql);
   for (const [name, value] of Object.entries(params)) url.searchParams.set(`param_${name}`, String(value));
-  const res = await fetch(url, { method: 'POST' });
+  // As the gateway's own client does: a server with users (the container's) refuses an
+  // anonymous query. The configuration has taken any credentials out of the URL already.
+  const headers: Record<string, string> = server.username === undefined ? {} : { 'X-ClickHouse-User': server.username, 'X-ClickHouse-Key': server.password ?? '' };
+  const res = await fetch(url, { method: 'POST', headers });
   const text = await res.text();
   if (!res.ok) throw new Error(`ClickHouse answered ${res.status}: ${text.slice(0, 300)}`);
   const summary = JSON.parse(res.headers.get('x-clickhouse-summary') ?? '{}') as { read_rows?: string };
