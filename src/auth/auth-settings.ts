@@ -29,17 +29,23 @@ const MIN_HS256_SECRET_BYTES = 32;
 
 const JWKS_SETTINGS = ['AUTH_JWKS_TIMEOUT_MS', 'AUTH_JWKS_COOLDOWN_MS', 'AUTH_JWKS_MAX_AGE_MS'] as const;
 
-/** AUTH_OIDC_ISSUER: an http(s) URL with no query or fragment (OpenID Connect Discovery 1.0, section 2). */
-function parseOidcIssuer(env: Env): string | undefined {
-  const raw = optional(env, 'AUTH_OIDC_ISSUER');
-  if (raw === undefined) return undefined;
+/** The variable `name`'s value as an http(s) URL, or the line that stops the process. */
+function httpUrl(name: string, raw: string): URL {
   let url: URL;
   try {
     url = new URL(raw);
   } catch {
-    throw new ConfigError('AUTH_OIDC_ISSUER', 'is not a URL');
+    throw new ConfigError(name, 'is not a URL');
   }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new ConfigError('AUTH_OIDC_ISSUER', 'must be http(s)');
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new ConfigError(name, 'must be http(s)');
+  return url;
+}
+
+/** AUTH_OIDC_ISSUER: an http(s) URL with no query or fragment (OpenID Connect Discovery 1.0, section 2). */
+function parseOidcIssuer(env: Env): string | undefined {
+  const raw = optional(env, 'AUTH_OIDC_ISSUER');
+  if (raw === undefined) return undefined;
+  const url = httpUrl('AUTH_OIDC_ISSUER', raw);
   if (url.search !== '' || url.hash !== '' || raw.includes('?') || raw.includes('#')) throw new ConfigError('AUTH_OIDC_ISSUER', 'must have no query or fragment');
   // Kept as written: tokens must carry exactly this `iss`, and the discovery document must name it.
   return raw;
@@ -93,14 +99,7 @@ export function parseAuth(env: Env, embedded: boolean, production: boolean): Aut
     return { kind: 'hs256', secret };
   }
   if (jwksUrl !== undefined) {
-    let url: URL;
-    try {
-      url = new URL(jwksUrl);
-    } catch {
-      throw new ConfigError('AUTH_JWKS_URL', 'is not a URL');
-    }
-    if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new ConfigError('AUTH_JWKS_URL', 'must be http(s)');
-    return { kind: 'jwks', url, ...jwksTiming() };
+    return { kind: 'jwks', url: httpUrl('AUTH_JWKS_URL', jwksUrl), ...jwksTiming() };
   }
   if (publicKey !== undefined) {
     // Accept a PEM with literal "\n" escapes, as env files often carry it on one line.
