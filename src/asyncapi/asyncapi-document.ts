@@ -86,7 +86,7 @@ function commandMessage(options: {
     summary: options.summary,
     contentType: 'application/json',
     correlationId: {
-      description: 'command_id is the id the HTTP answer returned (enrollment_id or command_id); a retry with the same Idempotency-Key sends the same command_id again.',
+      description: `command_id is the id the HTTP answer returned (${[...new Set(catalogue.map((entry) => entry.idField))].join(' or ')}); a retry with the same Idempotency-Key sends the same command_id again.`,
       location: '$message.payload#/command_id',
     },
     headers: headers(

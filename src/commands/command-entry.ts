@@ -83,6 +83,11 @@ export interface CommandEntry<
 
 export interface CommandDocs<Path = unknown, Body = unknown> {
   readonly operationId: string;
+  /**
+   * Its OpenAPI tag, and what this entry adds to the tag's description ("Device enrollment"): a
+   * tag several entries share is described by each of them in turn, and the API's own description
+   * names every entry's.
+   */
   readonly tag: { readonly name: string; readonly description: string };
   readonly summary: string;
   readonly accepted: string;
@@ -91,7 +96,18 @@ export interface CommandDocs<Path = unknown, Body = unknown> {
   readonly title: string;
   readonly messageSummary: string;
   readonly keyDescription: string;
-  readonly example: { readonly name: string; readonly summary: string; readonly path: Path; readonly body: Body; readonly idempotencyKey?: string };
+  /**
+   * The documents' example request. `anotherBody` is a second valid body, unlike `body`: the tests'
+   * other request on the same path (an Idempotency-Key reused with another request, say).
+   */
+  readonly example: {
+    readonly name: string;
+    readonly summary: string;
+    readonly path: Path;
+    readonly body: Body;
+    readonly anotherBody: Body;
+    readonly idempotencyKey?: string;
+  };
   readonly channel: { readonly title: string; readonly description: string };
   readonly publish: { readonly title: string; readonly summary: string };
   readonly ingest: { readonly title: string; readonly summary: string };

@@ -44,7 +44,7 @@ function errors(...statuses: number[]): JsonObject {
   return Object.fromEntries(statuses.map((status) => [String(status), { description: ERROR_MEANINGS[status]!, ...json(ref('error-envelope.schema.json')) }]));
 }
 
-/** The per-organization rate limit's answer on the three v1 operations; made anew each time, as tools that resolve $ref rewrite it in place. */
+/** The per-organization rate limit's answer on the feed and each command; made anew each time, as tools that resolve $ref rewrite it in place. */
 const rateLimited = (): JsonObject => ({
   '429': {
     description:
@@ -71,6 +71,9 @@ const traceparent: JsonObject = {
 };
 
 const TAGS = { events: 'events' } as const;
+
+/** `a`, `a and b`, `a, b and c`. */
+const inWords = (items: readonly string[]): string => (items.length < 2 ? items.join('') : `${items.slice(0, -1).join(', ')} and ${items.at(-1)!}`);
 
 /** An entry's path and operation: parameters, body and answers follow from its schemas, permission and idempotency. */
 function commandPath(entry: CommandEntry): [string, JsonObject] {
@@ -105,7 +108,7 @@ export function openApiDocument(): JsonObject {
       title: 'Core HTTP API',
       version: CONTRACT_VERSION,
       description:
-        'Event feed, device enrollment and fleet edge policy of the device-management platform. The Kafka topics the commands go to, and the events come from, are described by the AsyncAPI document at /core/api/v1/asyncapi.json.',
+        `${inWords(['Event feed', ...catalogue.map(({ docs }) => docs.tag.description.charAt(0).toLowerCase() + docs.tag.description.slice(1))])} of the device-management platform. The Kafka topics the commands go to, and the events come from, are described by the AsyncAPI document at /core/api/v1/asyncapi.json.`,
       contact: CONTRACT_CONTACT,
       license: OPENAPI_LICENSE,
     },
@@ -113,10 +116,14 @@ export function openApiDocument(): JsonObject {
     security: [{ bearer: [], orgId: [] }],
     tags: [
       { name: TAGS.events, description: 'The project\'s canonical events: the paged feed and its live tail.' },
-      // A tag is described by the first entry that names it.
-      ...catalogue
-        .filter((entry, index) => catalogue.findIndex((other) => other.docs.tag.name === entry.docs.tag.name) === index)
-        .map(({ docs, topic }) => ({ name: docs.tag.name, description: `${docs.tag.description}, published as a command to ${topic.default}.` })),
+      // A tag is described by every entry that names it, each in its own words.
+      ...[...new Set(catalogue.map(({ docs }) => docs.tag.name))].map((name) => ({
+        name,
+        description: catalogue
+          .filter(({ docs }) => docs.tag.name === name)
+          .map(({ docs, topic }) => `${docs.tag.description}, published as a command to ${topic.default}.`)
+          .join(' '),
+      })),
     ],
     paths: {
       '/projects/{project_id}/events': {

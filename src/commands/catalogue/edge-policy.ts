@@ -58,6 +58,7 @@ export const edgePolicy = defineCommand({
       summary: 'PATCH .../edge/policy that sets sync.every_s and removes drop',
       path: { project_id: '5b2e9c41-7d3a-4e8f-b1c6-9a0d2f4e6b13', fleet_id: 'c3a8e5d2-1f4b-4a6c-8e9d-7b0a2c4e6f35' },
       body: { sync: { every_s: 30 }, drop: null },
+      anotherBody: { sync: { every_s: 60 } },
     },
     channel: {
       title: 'Edge-policy commands',

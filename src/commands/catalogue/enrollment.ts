@@ -61,6 +61,7 @@ export const enrollment = defineCommand({
       summary: 'POST .../devices/{device_id}/enroll with an Idempotency-Key and a traceparent',
       path: { project_id: '5b2e9c41-7d3a-4e8f-b1c6-9a0d2f4e6b13', fleet_id: 'c3a8e5d2-1f4b-4a6c-8e9d-7b0a2c4e6f35', device_id: '9e4d2c1b-8a7f-4e6d-b5c3-1a2b3c4d5e6f' },
       body: { display_name: 'Pump 7', enrollment_type: 'factory' },
+      anotherBody: {},
       idempotencyKey: 'enroll-pump-7',
     },
     channel: {
