@@ -1,8 +1,9 @@
 import { randomUUID } from 'node:crypto';
 import { permissions } from '../../src/auth/principal.js';
 import { signHs256Token } from '../../src/auth/sign-token.js';
-import type { CommandName } from '../../src/commands/catalogue.js';
+import type { CommandEntry } from '../../src/commands/command-entry.js';
 import type { CanonicalEvent, EdgePolicyCommand, EnrollmentCommand } from '../../src/generated/schema-types.js';
+import { schemasById } from '../../src/schemas/schema-files.js';
 
 export const uuid = (): string => randomUUID();
 
@@ -100,8 +101,40 @@ export const microsFrom = (iso: string, micros = 0) => {
 /** `{"a":{"a":…{}}}`, `depth` levels of objects in all. */
 export const objectsNested = (depth: number): Record<string, unknown> => (depth <= 1 ? {} : { a: objectsNested(depth - 1) });
 
-/** The deepest body each command's request schema takes, nested `depth` levels: a new command must say where its body nests. */
-export const deepestCommandBody: Readonly<Record<CommandName, (depth: number) => Record<string, unknown>>> = {
-  enrollment: (depth) => ({ display_name: 'Pump', meta: objectsNested(depth - 1) }),
-  'edge-policy': (depth) => objectsNested(depth),
-};
+/** A JSON Schema as far as deepestCommandBody reads one. */
+interface SchemaNode {
+  readonly $ref?: string;
+  readonly type?: string | readonly string[];
+  readonly properties?: Readonly<Record<string, SchemaNode>>;
+  readonly additionalProperties?: boolean | SchemaNode;
+  readonly [keyword: string]: unknown;
+}
+
+/** An object nested `depth` levels that `schema` takes, through the first member that can hold one; undefined when none can. */
+function nestedIn(node: SchemaNode, depth: number): Record<string, unknown> | undefined {
+  const schema: SchemaNode = node.$ref === undefined ? node : (schemasById as Record<string, SchemaNode>)[node.$ref]!;
+  const types = schema.type === undefined ? ['object'] : [schema.type].flat();
+  if (!types.includes('object')) return undefined;
+  if (depth <= 1) return {};
+  const free = schema.additionalProperties;
+  if (free === undefined || free === true) return { a: objectsNested(depth - 1) };
+  if (typeof free === 'object') {
+    const inner = nestedIn(free, depth - 1);
+    if (inner !== undefined) return { a: inner };
+  }
+  for (const [name, member] of Object.entries(schema.properties ?? {})) {
+    const inner = nestedIn(member, depth - 1);
+    if (inner !== undefined) return { [name]: inner };
+  }
+  return undefined;
+}
+
+/**
+ * The deepest body an entry's request schema takes, nested `depth` levels: its example body
+ * with an object `depth` levels deep where its schema takes one (a free-form member, say).
+ * Undefined when the schema nests no object that deep.
+ */
+export function deepestCommandBody(entry: CommandEntry, depth: number): Record<string, unknown> | undefined {
+  const nested = nestedIn(schemasById[entry.schemas.request], depth);
+  return nested === undefined ? undefined : { ...(entry.docs.example.body as Record<string, unknown>), ...nested };
+}

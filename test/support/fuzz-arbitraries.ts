@@ -1,5 +1,6 @@
 import { gzipSync } from 'node:zlib';
 import fc from 'fast-check';
+import { catalogue, type CommandName } from '../../src/commands/catalogue.js';
 
 /**
  * Generators of hostile requests for the fuzz suite (test/integration/api/fuzz.test.ts).
@@ -53,9 +54,12 @@ export interface CursorCase {
   readonly variant: string;
 }
 
-export type Operation = 'events' | 'enroll' | 'edge-policy';
+/** The feed, or a command by its catalogue entry's name. */
+export type Operation = 'events' | CommandName;
 
-const OWN_METHOD: Readonly<Record<Operation, string>> = { events: 'GET', enroll: 'POST', 'edge-policy': 'PATCH' };
+const entryOf = (op: CommandName) => catalogue.find((entry) => entry.name === op)!;
+
+const OWN_METHOD = Object.fromEntries([['events', 'GET'], ...catalogue.map((entry) => [entry.name, entry.http.method.toUpperCase()])]) as Readonly<Record<Operation, string>>;
 
 /** UTF-8 bytes of `text` as a latin1 string. */
 export const utf8Bytes = (text: string): string => Buffer.from(text, 'utf8').toString('latin1');
@@ -109,14 +113,16 @@ export const pathSegment: fc.Arbitrary<string> = fc.oneof(
   longText(200, 17_000),
 );
 
-/** A path of one of the three operations with each id taken from `segment`. */
-export function operationPath(operation: Operation, [a, b, c]: readonly [string, string, string]): string {
-  if (operation === 'events') return `/core/api/v1/projects/${a}/events`;
-  if (operation === 'enroll') return `/core/api/v1/projects/${a}/fleets/${b}/devices/${c}/enroll`;
-  return `/core/api/v1/projects/${a}/fleets/${b}/edge/policy`;
+/** A path of the feed or of a command, its ids taken in order from `ids` (the last for any beyond three). */
+export function operationPath(operation: Operation, ids: readonly [string, string, string]): string {
+  if (operation === 'events') return `/core/api/v1/projects/${ids[0]}/events`;
+  let next = 0;
+  return `/core/api/v1${entryOf(operation).http.path.replace(/:[a-z_]+/g, () => ids[Math.min(next++, 2)]!)}`;
 }
 
-export const operation: fc.Arbitrary<Operation> = fc.constantFrom('events', 'enroll', 'edge-policy');
+const COMMANDS = catalogue.map((entry) => entry.name);
+
+export const operation: fc.Arbitrary<Operation> = fc.constantFrom<Operation>('events', ...COMMANDS);
 
 const method = (op: Operation): fc.Arbitrary<string> =>
   fc.oneof(
@@ -381,17 +387,18 @@ export const headerRequest = (ctx: FuzzContext): fc.Arbitrary<FuzzRequest> =>
       headers.push(...extra);
       const target = operationPath(op, [ctx.projectId, ctx.projectId, ctx.projectId]);
       if (op === 'events') return request('GET', target, headers);
-      const body = op === 'enroll' ? '{"display_name":"fuzz"}' : '{"sync":{"every_s":60}}';
+      // The command's own example body: a valid request but for what was generated.
+      const body = JSON.stringify(entryOf(op).docs.example.body);
       if (contentType !== null) headers.push(['Content-Type', contentType]);
       headers.push(['Content-Length', String(body.length)]);
       return request(OWN_METHOD[op], target, headers, body);
     });
 
-/** Enroll or PATCH with a generated body, media type and encoding; credentials valid. */
+/** A command with a generated body, media type and encoding; credentials valid. */
 export const bodyRequest = (ctx: FuzzContext): fc.Arbitrary<FuzzRequest> =>
   fc
     .record({
-      op: fc.constantFrom<Operation>('enroll', 'edge-policy'),
+      op: fc.constantFrom(...COMMANDS),
       text: bodyText,
       contentType: contentTypeHeader,
       encoding: contentEncoding,

@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { SignJWT, UnsecuredJWT, generateKeyPair } from 'jose';
 import type { ErrorEnvelope } from '../../../src/generated/schema-types.js';
-import { uuid } from '../../support/factories.js';
+import { ALL_SCOPES, uuid } from '../../support/factories.js';
 import type { TestGateway, Tenant } from '../../support/test-gateway.js';
 import { describeOnEachStore } from './gateways.js';
 
@@ -31,7 +31,7 @@ describeOnEachStore('authentication and permission', (gateway) => {
   }
 
   const withToken = (token: string, orgId = tenant.orgId) => ({ authorization: `Bearer ${token}`, 'org-id': orgId });
-  const claims = () => ({ org_ids: [tenant.orgId], scope: 'events:read devices:enroll edge-policy:write' });
+  const claims = () => ({ org_ids: [tenant.orgId], scope: ALL_SCOPES.join(' ') });
 
   it('accepts a valid token and ORG-ID', async () => {
     const res = await gw.call('GET', feedPath(), { headers: await tenant.headers() });

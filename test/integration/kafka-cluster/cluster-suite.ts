@@ -4,16 +4,17 @@ import { nodeIdOf, startLocalKafkaCluster, waitForFullIsr, withAdmin, type Local
 import { waitForLeaders } from '../../../src/kafka/topics.js';
 import { startTestGateway, type TestGateway } from '../../support/test-gateway.js';
 import { waitFor } from '../../support/wait-for.js';
+import { commandTopicEnvironment, commandTopicList, commandTopicNames, type CommandTopicNames } from '../../support/command-topics.js';
 
 export const CLUSTER_NODES = 3;
 const PARTITIONS = 3;
-/** The node that leads the most command partitions (every enrollment one) when the suite starts. */
+/** The node that leads the most command partitions (every one of the first command topic, enrollment's) when the suite starts. */
 const FIRST_COMMAND_LEADER = 1;
 
 export interface ClusterTopics {
   readonly events: string;
-  readonly enrollments: string;
-  readonly edgePolicies: string;
+  /** Each catalogue entry's command topic, by its key in config.topics. */
+  readonly commands: CommandTopicNames;
   readonly deadLetter: string;
 }
 
@@ -39,13 +40,13 @@ export function clusterSuite(): ClusterSuite {
 
 /** Every topic the gateway reads or writes. */
 export function allTopics(topics: ClusterTopics): string[] {
-  return [topics.events, topics.enrollments, topics.edgePolicies, topics.deadLetter];
+  return [topics.events, ...commandTopicList(topics.commands), topics.deadLetter];
 }
 
 /**
  * The command topics exist before the gateway starts, laid out so that one node leads every
- * enrollment partition and one edge-policy partition, while the other two edge-policy
- * partitions have the other two nodes as leaders. Killing that node takes the leader of most
+ * partition of the first (enrollment's) and one partition of each other (edge policy's),
+ * while their other partitions have the other two nodes as leaders. Killing that node takes the leader of most
  * partitions being written while the rest stay up, so a send spanning all three brokers
  * loses one of them and its partitions move to a broker that has already answered for the
  * same send (the case kafkajs mishandles: src/kafka/complete-send.ts). Replicas are listed in
@@ -53,19 +54,20 @@ export function allTopics(topics: ClusterTopics): string[] {
  * next node. The gateway creates the event topic and the DLQ itself, so they show the
  * replication it picks.
  */
-async function createCommandTopics(kafka: Kafka, enrollments: string, edgePolicies: string): Promise<void> {
+async function createCommandTopics(kafka: Kafka, commandTopics: readonly string[]): Promise<void> {
   const rotation = (first: number) => Array.from({ length: CLUSTER_NODES }, (_, i) => nodeIdOf((first + i) % CLUSTER_NODES));
   const assignment = (firstOf: (partition: number) => number) =>
     Array.from({ length: PARTITIONS }, (_, partition) => ({ partition, replicas: rotation(firstOf(partition)) }));
   await withAdmin(kafka, async (admin) => {
     await admin.createTopics({
       waitForLeaders: false,
-      topics: [
-        { topic: enrollments, replicaAssignment: assignment(() => FIRST_COMMAND_LEADER) },
-        { topic: edgePolicies, replicaAssignment: assignment((partition) => FIRST_COMMAND_LEADER + partition) },
-      ].map((t) => ({ ...t, configEntries: [{ name: 'min.insync.replicas', value: '2' }] })),
+      topics: commandTopics.map((topic, index) => ({
+        topic,
+        replicaAssignment: assignment((partition) => (index === 0 ? FIRST_COMMAND_LEADER : FIRST_COMMAND_LEADER + partition)),
+        configEntries: [{ name: 'min.insync.replicas', value: '2' }],
+      })),
     });
-    await waitForLeaders(admin, [enrollments, edgePolicies]);
+    await waitForLeaders(admin, [...commandTopics]);
   });
 }
 
@@ -82,18 +84,16 @@ export const mochaHooks = {
     const run = randomBytes(4).toString('hex');
     const topics: ClusterTopics = {
       events: `platform.events.${run}`,
-      enrollments: `core.device-enrollment.commands.${run}`,
-      edgePolicies: `core.edge-policy.commands.${run}`,
+      commands: commandTopicNames((name) => `${name}.${run}`),
       deadLetter: `platform.events.dlq.${run}`,
     };
-    const commandTopics = [topics.enrollments, topics.edgePolicies];
-    await createCommandTopics(kafka, topics.enrollments, topics.edgePolicies);
+    const commandTopics = commandTopicList(topics.commands);
+    await createCommandTopics(kafka, commandTopics);
     const consumerGroup = `core-gateway-ingest-${run}`;
     gateway = await startTestGateway({
       KAFKA_BROKERS: cluster.brokers.join(','),
       EVENTS_TOPICS: topics.events,
-      ENROLLMENT_COMMANDS_TOPIC: topics.enrollments,
-      EDGE_POLICY_COMMANDS_TOPIC: topics.edgePolicies,
+      ...commandTopicEnvironment(topics.commands),
       EVENTS_DLQ_TOPIC: topics.deadLetter,
       KAFKA_CONSUMER_GROUP: consumerGroup,
       KAFKA_TOPIC_PARTITIONS: String(PARTITIONS),

@@ -6,6 +6,7 @@ import { loadConfig } from '../../../src/config/config.js';
 import { untilKnown, waitForLeaders } from '../../../src/kafka/topics.js';
 import { createLogger } from '../../../src/observability/logger.js';
 import { openKafka, runsOnKafka } from '../../../src/runtime/kafka-runtime.js';
+import { commandTopicEnvironment, commandTopicNames } from '../../support/command-topics.js';
 import { withAdmin } from '../../support/kafka-cluster.js';
 import { clusterSuite } from './cluster-suite.js';
 
@@ -68,27 +69,25 @@ describe('topic replication on a three-node cluster', function () {
       await admin.createTopics({ waitForLeaders: false, topics: [{ topic: thin, numPartitions: 1, replicationFactor: 1 }] });
       await waitForLeaders(admin, [thin]);
     });
-    const names = { events: `events.${run}`, policies: `policies.${run}`, dlq: `dlq.${run}` };
+    const names = { events: `events.${run}`, commands: { ...commandTopicNames((name) => `${name}.${run}`), enrollmentCommands: thin }, dlq: `dlq.${run}` };
     const lines = await openKafkaLogged({
       KAFKA_BROKERS: cluster.brokers.join(','),
       EVENTS_TOPICS: names.events,
-      ENROLLMENT_COMMANDS_TOPIC: thin,
-      EDGE_POLICY_COMMANDS_TOPIC: names.policies,
+      ...commandTopicEnvironment(names.commands),
       EVENTS_DLQ_TOPIC: names.dlq,
     });
     const warnings = lines.filter((l) => l.level === PINO_WARN && /replicated less/.test(l.msg));
     expect(warnings, 'replication warnings').to.have.length(1);
     expect(warnings[0]!.topics).to.deep.equal([{ topic: thin, replicas: 1, minInsyncReplicas: 2 }]);
-    expect(await replicationOf(kafka, names.policies)).to.deep.equal({ replicas: 3, minInsyncReplicas: '2' });
+    expect(await replicationOf(kafka, names.commands.edgePolicyCommands)).to.deep.equal({ replicas: 3, minInsyncReplicas: '2' });
 
-    const explicit = { events: `events.x.${run}`, enrollments: `enrollments.x.${run}`, policies: `policies.x.${run}`, dlq: `dlq.x.${run}` };
+    const explicit = { events: `events.x.${run}`, ...commandTopicNames((name) => `${name}.x.${run}`), dlq: `dlq.x.${run}` };
     const explicitLines = await openKafkaLogged({
       KAFKA_BROKERS: cluster.brokers.join(','),
       KAFKA_REPLICATION_FACTOR: '2',
       KAFKA_MIN_INSYNC_REPLICAS: '1',
       EVENTS_TOPICS: explicit.events,
-      ENROLLMENT_COMMANDS_TOPIC: explicit.enrollments,
-      EDGE_POLICY_COMMANDS_TOPIC: explicit.policies,
+      ...commandTopicEnvironment(explicit),
       EVENTS_DLQ_TOPIC: explicit.dlq,
     });
     expect(explicitLines.filter((l) => l.level === PINO_WARN && /replicated less/.test(l.msg)), 'warnings with explicit settings').to.deep.equal([]);

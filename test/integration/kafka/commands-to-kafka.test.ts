@@ -1,4 +1,6 @@
 import { expect } from 'chai';
+import { edgePolicy } from '../../../src/commands/catalogue/edge-policy.js';
+import { enrollment } from '../../../src/commands/catalogue/enrollment.js';
 import { COMMAND_BODY_MAX_DEPTH } from '../../../src/commands/command-entry.js';
 import { commandEvent, type GatewayCommand } from '../../../src/commands/command-event.js';
 import type { CanonicalEvent, CanonicalEventPageResponse, EdgePolicyAccepted, EnrollmentAccepted } from '../../../src/generated/schema-types.js';
@@ -112,11 +114,11 @@ describeOnEachStore('commands published to Kafka', function (suite) {
     const fleetId = uuid();
     const deviceId = uuid();
     const headers = await tenant.headers();
-    const patch = await gateway.call('PATCH', `/projects/${tenant.projectId}/fleets/${fleetId}/edge/policy`, { headers, body: deepestCommandBody['edge-policy'](COMMAND_BODY_MAX_DEPTH) });
+    const patch = await gateway.call('PATCH', `/projects/${tenant.projectId}/fleets/${fleetId}/edge/policy`, { headers, body: deepestCommandBody(edgePolicy, COMMAND_BODY_MAX_DEPTH) });
     expect(patch.status).to.equal(200);
     const enroll = await gateway.call('POST', `/projects/${tenant.projectId}/fleets/${fleetId}/devices/${deviceId}/enroll`, {
       headers,
-      body: deepestCommandBody.enrollment(COMMAND_BODY_MAX_DEPTH),
+      body: deepestCommandBody(enrollment, COMMAND_BODY_MAX_DEPTH),
     });
     expect(enroll.status).to.equal(202);
     const items = await waitFor('both events on the feed', async () => {

@@ -14,8 +14,10 @@ const depthOf = (value: unknown): number =>
 describe('how deep a command body may nest', () => {
   for (const entry of catalogue) {
     it(`${entry.name}: the message of the deepest body the route takes is one the topic's readers take`, () => {
-      const body = deepestCommandBody[entry.name](COMMAND_BODY_MAX_DEPTH);
-      expect(depthOf(body)).to.equal(COMMAND_BODY_MAX_DEPTH);
+      const deepest = deepestCommandBody(entry, COMMAND_BODY_MAX_DEPTH);
+      // A schema that nests no object that deep: its example body is as deep as its bodies go.
+      const body = deepest ?? entry.docs.example.body;
+      if (deepest !== undefined) expect(depthOf(body)).to.equal(COMMAND_BODY_MAX_DEPTH);
       expect(schemas.check(entry.schemas.request, body, 'body').ok).to.equal(true);
       const input = {
         context: { orgId: uuid(), requestedBy: 'alice', trace: undefined, requestId: 'req-1' },
