@@ -473,8 +473,17 @@ state_write "$STATE_FILE" \
 
 # --- summary --------------------------------------------------------------------------
 
+# Every permission the gateway checks (the feed's and each catalogue entry's), as the built
+# gateway lists them (src/auth/principal.ts); npm run token grants these unless told otherwise.
+all_scopes() {
+  (cd "$REPO_ROOT" && node --input-type=module \
+    -e "const { permissions } = await import('./dist/src/auth/principal.js'); console.log(permissions.join(' '))") 2>/dev/null \
+    || printf "events:read and each command's permission (src/commands/catalogue/)"
+}
+
 token_command() {
-  local scope="events:read devices:enroll edge-policy:write" prefix=""
+  local scope prefix=""
+  scope="$(all_scopes)"
   if [[ -n "$DEV_SECRET_FILE" ]]; then
     prefix="AUTH_JWT_SECRET=\"\$(cat $(printf '%q' "$DEV_SECRET_FILE"))\" "
     [[ -z "${AUTH_ISSUER:-}" ]] || prefix+="AUTH_ISSUER=$(printf '%q' "$AUTH_ISSUER") "

@@ -34,7 +34,7 @@ export interface ApiDependencies {
   readonly liveTail: LiveTail;
   /** The handler of each catalogue entry. */
   readonly commands: Readonly<Record<CommandName, CommandHandler>>;
-  /** The per-organization rate limit of the three v1 operations; undefined is no limit. */
+  /** The per-organization rate limit of the feed and each command; undefined is no limit. */
   readonly rateLimiter: OrgRateLimiter | undefined;
   /** Failed authentications per client address (AUTH_FAILURES_*), and who the client is; undefined is no limit. */
   readonly authFailures: { readonly limiter: OrgRateLimiter; readonly clientAddressOf: ClientAddressOf } | undefined;
@@ -66,7 +66,7 @@ export function createApp(deps: AppDependencies): Koa<GatewayState> {
     if (deps.api.authFailures !== undefined) api.use(authFailureGuard(deps.api.authFailures.limiter, deps.api.authFailures.clientAddressOf));
     registerOpenApiRoute(api, deps.api.documents.openApi);
     registerAsyncApiRoute(api, deps.api.documents.asyncApi);
-    // The three v1 operations and opening a live tail spend the organization's tokens (RATE_LIMIT_PER_ORG).
+    // The feed, each command and opening a live tail spend the organization's tokens (RATE_LIMIT_PER_ORG).
     const limited = { ...deps.api, rateLimit: rateLimit(deps.api.rateLimiter, deps.metrics) };
     registerEventsRoute(api, limited);
     registerEventsStreamRoute(api, limited);
