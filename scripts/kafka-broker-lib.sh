@@ -27,12 +27,17 @@ is_our_broker() {
 # once: a run that fails half-way leaves no directory that looks complete.
 # Needs log() and die() from the caller.
 ensure_kafka_libs() {
-  local pom="$1" version="$2" libs_dir="$3" cache_dir tmp_libs mvn_log
+  local pom="$1" version="$2" libs_dir="$3" cache_dir tmp_libs mvn_log fetch_lock
   [[ -f "$libs_dir/.complete" ]] && return 0
   command -v mvn >/dev/null || die "mvn not found (needed once to fetch Kafka $version)"
-  log "fetching Kafka $version jars from Maven into $libs_dir"
   cache_dir="$(dirname "$libs_dir")"
   mkdir -p "$cache_dir"
+  # Suites run at once (scripts/integration-test.sh): the first fetches, the others wait for
+  # it and find the jars there, instead of replacing a directory a broker is running from.
+  exec {fetch_lock}>"$cache_dir/.fetch-$version.lock"
+  flock "$fetch_lock"
+  if [[ -f "$libs_dir/.complete" ]]; then exec {fetch_lock}>&-; return 0; fi
+  log "fetching Kafka $version jars from Maven into $libs_dir"
   tmp_libs="$(mktemp -d "$cache_dir/.libs-$version.XXXXXX")"
   mvn_log="$tmp_libs.mvn.log"
   if ! mvn -q -B -f "$pom" dependency:copy-dependencies \
@@ -46,6 +51,7 @@ ensure_kafka_libs() {
   touch "$tmp_libs/.complete"
   rm -rf -- "$libs_dir"
   mv -- "$tmp_libs" "$libs_dir"
+  exec {fetch_lock}>&-
 }
 
 # For a program on the Kafka Java client (the probe, the tests' field producer): sets JAVA
