@@ -12,6 +12,8 @@ import ts from 'typescript';
  */
 const LAYERS: readonly (readonly string[])[] = [
   ['.'],
+  // The operator's dead-letter command: a process of its own, beside the gateway's entry.
+  ['dead-letters'],
   ['runtime'],
   ['config'],
   ['openapi', 'asyncapi'],
