@@ -27,6 +27,11 @@ export class ConsumedMessage implements RawEventMessage {
     return (this.#headers ??= firstHeaderValues(this.message.headers));
   }
 
+  /** The Kafka timestamp: how old the event is when the store takes it (src/ingest/freshness.ts). */
+  get timestamp(): string {
+    return this.message.timestamp;
+  }
+
   get source(): MessageSource {
     return { topic: this.topic, partition: this.partition, offset: this.message.offset };
   }

@@ -6,7 +6,7 @@ import type { CanonicalEvent } from '../generated/schema-types.js';
 import { readBoundedJson } from '../json/bounded-json.js';
 import type { SchemaRegistry } from '../schemas/schema-registry.js';
 import { passesThrough } from '../store/event-row-text.js';
-import type { EventStore, StorableEvent } from '../store/event-store.js';
+import type { EventHead, EventStore, StorableEvent } from '../store/event-store.js';
 import { answeredRefusal, describeRefusal, rowRefusal, storeCannotWrite, type RowRefusal } from '../store/store-refusal.js';
 import { toStoreTimestamp, TimestampError } from '../store/timestamps.js';
 import { bisectInsert } from './bisect-insert.js';
@@ -26,6 +26,8 @@ export interface MessageSource {
 export type MessageFormat = 'canonical-event' | CommandFormat;
 
 export interface RawEventMessage {
+  /** The Kafka timestamp (ms since the epoch, as text), for a message read from Kafka. */
+  readonly timestamp?: string;
   /** Absent means a canonical event. */
   readonly format?: MessageFormat;
   readonly value: Buffer | string | null;
@@ -67,6 +69,12 @@ export class SickStoreError extends Error {
   override readonly name = 'SickStoreError';
 }
 
+/**
+ * Told of each message whose event the store acknowledged, and when (ms): how the consumer
+ * measures how old events are when they become visible (src/ingest/freshness.ts).
+ */
+export type VisibleObserver = (message: RawEventMessage, head: EventHead, visibleAtMs: number) => void;
+
 export interface EventIngestor {
   /**
    * Validates a batch of raw messages and stores the valid events in one write. Invalid
@@ -75,7 +83,7 @@ export interface EventIngestor {
    * (`store-rejected`), while the rest of the batch is stored. Rejects only when the store
    * is sick (SickStoreError), in which case nothing of the batch may be acknowledged.
    */
-  ingestMessages(messages: readonly RawEventMessage[]): Promise<IngestResult>;
+  ingestMessages(messages: readonly RawEventMessage[], visible?: VisibleObserver): Promise<IngestResult>;
   /** Stores events the process built itself; an invalid one is a bug and throws. */
   ingestEvents(events: readonly CanonicalEvent[]): Promise<void>;
 }
@@ -239,7 +247,7 @@ export function createEventIngestor(deps: { store: EventStore; schemas: SchemaRe
   }
 
   return {
-    async ingestMessages(messages) {
+    async ingestMessages(messages, visible) {
       const rejected: { readonly index: number; readonly rejection: RejectedMessage }[] = [];
       const valid: Carried[] = [];
       messages.forEach((message, index) => {
@@ -258,6 +266,12 @@ export function createEventIngestor(deps: { store: EventStore; schemas: SchemaRe
           rejected.push({ index, rejection: { message, reason: 'store-rejected', detail: describeRefusal(refusal) } });
           refusedMessages += 1;
         }
+      }
+      if (visible !== undefined) {
+        // Copies count too: each is a message the consumer read, visible from now on.
+        const visibleAtMs = Date.now();
+        const refusedSet = refusedMessages === 0 ? undefined : new Set(rejected.map((r) => r.rejection.message));
+        for (const { message, storable } of valid) if (refusedSet?.has(message) !== true) visible(message, storable.head, visibleAtMs);
       }
       // Dead letters in the order the messages came, whichever step refused them.
       rejected.sort((a, b) => a.index - b.index);

@@ -9,6 +9,7 @@ import { createCommitPipeline, FencedError, type Load } from './commit-pipeline.
 import { ConsumedMessage } from './consumed-message.js';
 import { createDeadLetterWriter } from './dead-letter-writer.js';
 import { REJECT_REASONS, SickStoreError, type EventIngestor, type MessageFormat, type RawEventMessage, type RejectedMessage } from './event-ingestor.js';
+import { createFreshness } from './freshness.js';
 import { createReadGaps, type ReadGap } from './read-gaps.js';
 import { createSupervisedConsumer, isRebalancing } from './supervised-consumer.js';
 import { createRepeatedCondition, type RepeatedCondition } from '../observability/repeated-condition.js';
@@ -177,6 +178,7 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
   let assigned = new Set<string>();
   /** Resolves at the next rebalance, so a batch waiting out its backoff stops at once. */
   let nextRebalance = signal();
+  const freshness = createFreshness(metrics);
 
   function onRebalance(assignment: Readonly<Record<string, readonly number[]>> | undefined): void {
     // A rebalance's start closes admission until the join that gives the assignment (commit-pipeline.ts).
@@ -200,6 +202,7 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
       metrics.retentionSkipped.inc(partitionLabels(name), 0);
     }
     assigned = now;
+    freshness.assigned(now);
   }
 
   const admin = options.kafka.admin();
@@ -282,7 +285,7 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
     async (messages) => {
       metrics.ingestBatchSize.observe(messages.length);
       const stopTimer = metrics.insertDuration.startTimer();
-      const result = await options.ingestor.ingestMessages(messages);
+      const result = await options.ingestor.ingestMessages(messages, freshness.visible);
       stopTimer();
       logStoredCommands(logger, messages, result.rejected);
       for (const rejection of result.rejected) rejections.set(rejection.message, rejection);
@@ -453,7 +456,11 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
     const gap = gaps.read(batch.topic, batch.partition, fetchedOffset(batch), BigInt(last) + 1n);
     if (gap !== undefined) reportGap(gap);
     const context: BatchContext = { topic: batch.topic, partition: batch.partition, payload, isStale: () => payload.isStale(), heldSince: oldestTimestamp(batch.messages) };
-    trackCommit(context, generation, load, (BigInt(last) + 1n).toString(), Number(batch.offsetLag()), storeBatch(context, messages, generation));
+    const read = freshness.fetched(batch.topic, batch.partition, batch.messages, Number(batch.offsetLag()));
+    const stored = storeBatch(context, messages, generation);
+    // A batch that never stores is delivered again after a rebalance, which resets what is pending.
+    void stored.then(read, () => undefined);
+    trackCommit(context, generation, load, (BigInt(last) + 1n).toString(), Number(batch.offsetLag()), stored);
     // kafkajs fetches on from here while the batch is stored; the commit waits for the store.
     payload.resolveOffset(last);
     // A batch handed over while the consumer stops is committed before the member leaves.
@@ -465,6 +472,7 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
   function reportStalls(): void {
     const stalled = new Set(stalledNow().map((s) => s.partition));
     for (const name of assigned) metrics.partitionStalled.set(partitionLabels(name), stalled.has(name) ? 1 : 0);
+    freshness.report();
   }
 
   return {

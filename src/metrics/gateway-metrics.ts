@@ -7,6 +7,14 @@ export interface GatewayMetrics {
   readonly produceDuration: Histogram<'topic'>;
   readonly produceErrors: Counter<'topic'>;
   readonly consumerLag: Gauge<'topic' | 'partition'>;
+  /** Seconds from the Kafka timestamp of a partition's oldest message not yet in the store to now; 0 when caught up (src/ingest/freshness.ts). */
+  readonly consumerLagSeconds: Gauge<'topic' | 'partition'>;
+  /** The Kafka timestamp (s) of that message, now when caught up: `time() -` it keeps growing when the consumer stops updating it. */
+  readonly oldestUnreadTimestamp: Gauge<'topic' | 'partition'>;
+  /** Seconds from an event's Kafka timestamp to the store's acknowledgement of the insert that holds it. */
+  readonly visibleAgeFromKafka: Histogram;
+  /** Seconds from an event's occurred_at to the same acknowledgement: includes the time before it reached Kafka. */
+  readonly visibleAgeFromOccurredAt: Histogram;
   /** 1 while a partition's fetched events have waited longer than INGEST_STALL_MS for a commit, else 0; only for partitions this member holds. */
   readonly partitionStalled: Gauge<'topic' | 'partition'>;
   readonly ingestBatchSize: Histogram;
@@ -39,6 +47,15 @@ export interface GatewayMetrics {
 // From a loopback answer to a slow dependency: the API answers in milliseconds, a timeout in seconds.
 const LATENCY_BUCKETS = [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10];
 
+/**
+ * How old an event is when it becomes visible: a healthy feed in tens of milliseconds to a
+ * few seconds, a backlog in minutes to hours. Past four hours the bucket says "a backlog",
+ * which is all an alert or a person needs of it.
+ */
+const FRESHNESS_BUCKETS = [0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300, 900, 3600, 14400];
+// From occurred_at a device that was offline sends events days old: their own buckets, so they do not hide in +Inf.
+const OCCURRED_AT_BUCKETS = [...FRESHNESS_BUCKETS, 86400, 604800];
+
 export function createGatewayMetrics(): GatewayMetrics {
   const registry = new Registry();
   collectDefaultMetrics({ register: registry });
@@ -64,6 +81,30 @@ export function createGatewayMetrics(): GatewayMetrics {
       name: 'kafka_consumer_lag',
       help: 'Messages between the last one the ingest consumer took and the partition end, by topic and partition.',
       labelNames: ['topic', 'partition'],
+      registers,
+    }),
+    consumerLagSeconds: new Gauge({
+      name: 'kafka_consumer_lag_seconds',
+      help: "Seconds from the Kafka timestamp of the partition's oldest message not yet in the store to now, by topic and partition; 0 when the last fetch reached the partition end and nothing fetched waits. Set about every second while the consumer runs; it stops with it: alert on time() - ingest_oldest_unread_timestamp_seconds instead.",
+      labelNames: ['topic', 'partition'],
+      registers,
+    }),
+    oldestUnreadTimestamp: new Gauge({
+      name: 'ingest_oldest_unread_timestamp_seconds',
+      help: "Kafka timestamp (Unix seconds) of the partition's oldest message not yet in the store, or the time of the last update when caught up, by topic and partition. It stays put while a partition is stuck, so time() minus it keeps growing even if the consumer stops updating it.",
+      labelNames: ['topic', 'partition'],
+      registers,
+    }),
+    visibleAgeFromKafka: new Histogram({
+      name: 'ingest_visible_age_from_kafka_timestamp_seconds',
+      help: "Seconds from an event's Kafka timestamp to the store's acknowledgement of the insert that holds it (the event is then readable).",
+      buckets: FRESHNESS_BUCKETS,
+      registers,
+    }),
+    visibleAgeFromOccurredAt: new Histogram({
+      name: 'ingest_visible_age_from_occurred_at_seconds',
+      help: "Seconds from an event's occurred_at to the store's acknowledgement of the insert that holds it: includes the time before the event reached Kafka (a device offline for days included).",
+      buckets: OCCURRED_AT_BUCKETS,
       registers,
     }),
     partitionStalled: new Gauge({
