@@ -30,9 +30,10 @@ import { integer, optional, optionalInteger, setAmong, type Env } from '../setti
 import { secretVariable } from '../settings/file-variables.js';
 import { PAGE_BATCHING } from '../store/batched-page-reads.js';
 import { parseClickHouse, type ClickHouseConfig } from '../store/clickhouse-settings.js';
+import { parseRetention, type RetentionConfig } from '../store/retention-settings.js';
 
 export { ConfigError };
-export type { AuthConfig, AuthFailureLimitConfig, ClickHouseConfig, HttpServerConfig, IngestConfig, KafkaConfig, LiveTailConfig, RateLimitConfig, TokenRulesConfig };
+export type { AuthConfig, AuthFailureLimitConfig, ClickHouseConfig, HttpServerConfig, IngestConfig, KafkaConfig, LiveTailConfig, RateLimitConfig, RetentionConfig, TokenRulesConfig };
 
 export type Role = 'gateway' | 'consumer' | 'all';
 
@@ -53,6 +54,8 @@ export interface Config {
   readonly logLevel: string;
   readonly kafka: KafkaConfig | undefined;
   readonly clickhouse: ClickHouseConfig | undefined;
+  /** How long events are kept, on either store (EVENTS_RETENTION_DAYS; docs/decisions/retention.md). */
+  readonly retention: RetentionConfig;
   readonly topics: TopicsConfig;
   readonly auth: AuthConfig;
   readonly issuer: string | undefined;
@@ -121,6 +124,7 @@ export function loadConfig(env: Env): Config {
     logLevel: optional(env, 'LOG_LEVEL') ?? 'info',
     kafka: parseKafka(env, brokers, kafkaSecurity),
     clickhouse,
+    retention: parseRetention(env),
     topics: {
       events,
       ...parseCommandTopics(env),

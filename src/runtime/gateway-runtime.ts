@@ -29,12 +29,13 @@ import { createClickHouseEventStore } from '../store/clickhouse-event-store.js';
 import { pageBatchingOf } from '../store/batched-page-reads.js';
 import type { EventStore, FeedSlice, StoredEvent } from '../store/event-store.js';
 import { rowRefusal } from '../store/store-refusal.js';
+import { createRetention, type Retention } from '../store/retention.js';
 import { createVerifier } from './auth-runtime.js';
 import { startHttpServer, type HttpServer } from './http-server.js';
 import { kafkaCommandPublisher, openKafka, runsOnKafka, startIngestConsumer, type OpenedKafka } from './kafka-runtime.js';
 import { loadOrCreateSecret } from './secrets.js';
 import { createClientAddressOf } from '../http/client-address.js';
-import { openIdempotencyStore, openStore } from './store-runtime.js';
+import { openIdempotencyStore, openStore, storeLayout } from './store-runtime.js';
 
 export interface Runtime {
   /** Base URL of the HTTP server, e.g. http://127.0.0.1:8080 (health only for ROLE=consumer). */
@@ -43,6 +44,8 @@ export interface Runtime {
   readonly opsUrl: string | undefined;
   /** The ingest side: events given here are validated and stored as the consumer stores them. */
   readonly ingestor: EventIngestor;
+  /** Drops events past EVENTS_RETENTION_DAYS, hourly and on demand (src/store/retention.ts). */
+  readonly retention: Retention;
   /** Stops taking requests and messages, finishes what is in flight, then closes Kafka and the store. */
   close(): Promise<void>;
 }
@@ -152,6 +155,9 @@ export async function startRuntime(config: Config, logger: Logger, env: CommandE
       closers.push(() => watch.stop());
     }
     const ingestor = createEventIngestor({ store, schemas });
+    // Every process runs it: a drop is a no-op for a month already gone, so processes racing cost nothing.
+    const retention = await createRetention({ transport, layout: storeLayout(config), settings: config.retention, clickhouse: config.clickhouse, registry: metrics.registry, logger });
+    closers.push(() => retention.close());
     let closing = false;
     const readiness: ReadinessProbe[] = [{ name: 'store', check: () => transport.ping() }];
     let kafka: OpenedKafka | undefined;
@@ -218,7 +224,7 @@ export async function startRuntime(config: Config, logger: Logger, env: CommandE
       { url, role: config.role, store: transport.kind, bus: config.kafka === undefined ? 'in-process' : 'kafka' },
       'core-gateway started',
     );
-    return { url, opsUrl, ingestor, close };
+    return { url, opsUrl, ingestor, retention, close };
   } catch (error) {
     await close().catch(() => undefined);
     throw error;

@@ -49,14 +49,19 @@ async function migrateShards(entry: SqlTransport, config: ClickHouseConfig, layo
   }
 }
 
+/** One node, or the cluster CLICKHOUSE_CLUSTER names. */
+export function storeLayout(config: Config): StoreLayout {
+  const cluster = config.clickhouse?.cluster;
+  return cluster === undefined ? { kind: 'single' } : { kind: 'cluster', cluster: cluster.name, replicated: cluster.replicated };
+}
+
 /** chDB under DATA_DIR/clickhouse by default; a ClickHouse server when CLICKHOUSE_URL is set. Migrated before use. */
 export async function openStore(config: Config): Promise<SqlTransport> {
   const transport =
     config.clickhouse === undefined
       ? createChdbTransport({ path: resolve(config.dataDir, 'clickhouse') })
       : await createClickHouseServerTransport(config.clickhouse);
-  const cluster = config.clickhouse?.cluster;
-  const layout: StoreLayout = cluster === undefined ? { kind: 'single' } : { kind: 'cluster', cluster: cluster.name, replicated: cluster.replicated };
+  const layout = storeLayout(config);
   try {
     if (config.clickhouse !== undefined) await migrateShards(transport, config.clickhouse, layout);
     await migrate(transport, layout, config.clickhouse === undefined ? {} : backfillSettle(config.clickhouse));
