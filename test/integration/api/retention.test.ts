@@ -1,9 +1,11 @@
 import { expect } from 'chai';
 import type { CanonicalEvent, CanonicalEventPageResponse } from '../../../src/generated/schema-types.js';
 import { createClickHouseServerTransport } from '../../../src/store/clickhouse-server-transport.js';
+import type { RetentionRun } from '../../../src/store/retention.js';
 import { canonicalEvent, uuid } from '../../support/factories.js';
 import { request } from '../../support/http-client.js';
 import { parseMetrics, samplesOf } from '../../support/metrics-text.js';
+import { openEventStream, type SseStream } from '../../support/sse-reader.js';
 import type { Tenant, TestGateway } from '../../support/test-gateway.js';
 import { describeOnEachStore } from './gateways.js';
 
@@ -21,6 +23,19 @@ describeOnEachStore('retention: months past the cutoff dropped from every table'
   let headers: Record<string, string>;
   const device = uuid();
   const events: CanonicalEvent[] = [];
+  /** The live tail's position of a January event, taken before the drop. */
+  let januaryPosition: string;
+  /** Cursors issued before the drop whose next page lies in January: the feed's and a device page's. */
+  let intoJanuary: { feed: string; device: string };
+  /** The drop every test looks at, made once all the above were taken. */
+  let run: RetentionRun;
+
+  const tailOf = async (resumeAt?: string): Promise<SseStream> => {
+    const res = await openEventStream(`${gw.baseUrl}/projects/${tenant.projectId}/events/stream`, { ...headers, ...(resumeAt === undefined ? {} : { 'last-event-id': resumeAt }) });
+    expect(res.status).to.equal(200);
+    return res.stream!;
+  };
+  const tailed = (stream: SseStream): CanonicalEvent[] => stream.messages.map((m) => JSON.parse(m.data) as CanonicalEvent);
 
   before(async () => {
     gw = await gateway();
@@ -30,7 +45,17 @@ describeOnEachStore('retention: months past the cutoff dropped from every table'
     for (const month of [1, 2, 3]) {
       for (let day = 10; day < 20; day++) events.push(canonicalEvent({ org_id: tenant.orgId, project_id: tenant.projectId, device_id: device, occurred_at: dayOf(month, day) }));
     }
-    await gw.seed(events);
+    const stream = await tailOf();
+    try {
+      await gw.seed(events);
+      await stream.until('every seeded event', (s) => s.messages.length >= events.length);
+      const index = tailed(stream).findIndex((e) => e.occurred_at.startsWith('2003-01'));
+      januaryPosition = stream.messages[index]!.id!;
+    } finally {
+      await stream.close();
+    }
+    intoJanuary = { feed: await cursorIntoJanuary(''), device: await cursorIntoJanuary(`&device_id=${device}`) };
+    run = await gw.runtime.retention.dropBefore(CUTOFF);
   });
 
   const page = (query: string) => gw.call<CanonicalEventPageResponse>('GET', `/projects/${tenant.projectId}/events${query}`, { headers });
@@ -64,10 +89,6 @@ describeOnEachStore('retention: months past the cutoff dropped from every table'
   }
 
   it('drops January from events and the device table, keeps February and March, and pages and cursors read what is kept', async () => {
-    // Cursors issued before the drop whose next page lies in January: the feed's and a device page's.
-    const intoJanuary = { feed: await cursorIntoJanuary(''), device: await cursorIntoJanuary(`&device_id=${device}`) };
-
-    const run = await gw.runtime.retention.dropBefore(CUTOFF);
     for (const table of ['events', 'events_by_device']) expect(run.dropped).to.include(`${table}/200301`);
     expect(run.dropped.some((d) => d.endsWith('/200302'))).to.equal(false);
     expect(run.oldestKept!.getTime()).to.be.at.least(Date.UTC(2003, 1, 1));
@@ -113,6 +134,18 @@ describeOnEachStore('retention: months past the cutoff dropped from every table'
       }
     } finally {
       await transport.close();
+    }
+  });
+
+  it('resumes a live tail from a dropped event\'s position, showing no dropped event and what comes after', async () => {
+    const stream = await tailOf(januaryPosition);
+    try {
+      const late = canonicalEvent({ org_id: tenant.orgId, project_id: tenant.projectId, device_id: device, occurred_at: dayOf(3, 25) });
+      await gw.seed([late]);
+      await stream.until('the event seeded after the drop', (s) => tailed(s).some((e) => e.id === late.id));
+      expect(tailed(stream).filter((e) => e.occurred_at.startsWith('2003-01'))).to.deep.equal([]);
+    } finally {
+      await stream.close();
     }
   });
 });
