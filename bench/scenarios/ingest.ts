@@ -9,7 +9,7 @@ import { compressionType, registerCompressionCodecs } from '../../src/kafka/comp
 import { createTopics } from '../../test/support/kafka-topics.js';
 import { freePort } from '../../test/support/processes.js';
 import { waitFor } from '../../test/support/wait-for.js';
-import { gatewayProcess, tsxProcess, type BenchProcess } from '../support/bench-process.js';
+import { gatewayProcess, tsxProcess } from '../support/bench-process.js';
 import { telemetry } from '../support/bench-events.js';
 import { describeEngine, ENGINE_SWEEP, preEncodedInsertRate, startKafkaEngine, type EngineConfig, type EngineTarget } from '../support/clickhouse-baselines.js';
 import type { BenchContext } from '../support/context.js';
@@ -18,6 +18,7 @@ import { cpuMeter, cpuMicrosPerEvent, cpuSeconds, describeCpuPerEvent, listenerP
 import type { Row } from '../support/results.js';
 import { assertSameEvents, ingestTiming, mergesSettled, storedDelay, waitForRows, type IngestTiming } from '../support/stored-rows.js';
 import { commandTopicEnvironment, commandTopicNames } from '../../test/support/command-topics.js';
+import { parseMetrics, samplesOf } from '../../test/support/metrics-text.js';
 
 const PARTITIONS = 6;
 const PRODUCE_BATCH = 5_000;
@@ -43,6 +44,40 @@ async function produce(kafka: Kafka, topic: string, events: readonly CanonicalEv
   }
   await Promise.all(inFlight);
   await producer.disconnect();
+}
+
+/** The consumer's histogram of an event's age when visible, from its Kafka timestamp (src/ingest/freshness.ts). */
+const VISIBLE_AGE = 'ingest_visible_age_from_kafka_timestamp_seconds_bucket';
+
+/** A process's cumulative buckets of VISIBLE_AGE, by upper bound (s), +Inf last. */
+async function visibleAgeBuckets(url: string): Promise<Map<number, number>> {
+  const res = await fetch(`${url}/metrics`);
+  if (!res.ok) throw new Error(`${url}/metrics answered ${res.status}`);
+  const buckets = samplesOf(parseMetrics(await res.text()), VISIBLE_AGE).map((s) => [Number(s.labels['le'] === '+Inf' ? Infinity : s.labels['le']), s.value] as const);
+  return new Map(buckets.sort((a, b) => a[0] - b[0]));
+}
+
+/**
+ * The q-quantile (ms) of what was observed between two readings of the buckets, as
+ * Prometheus' histogram_quantile reads it: linear within the bucket that holds it, the
+ * highest finite bound when it falls in +Inf. NaN when nothing was observed.
+ */
+function quantileMs(before: ReadonlyMap<number, number>, after: ReadonlyMap<number, number>, q: number): number {
+  const deltas = [...after].map(([le, n]) => [le, n - (before.get(le) ?? 0)] as const);
+  const total = deltas.at(-1)?.[1] ?? 0;
+  if (total <= 0) return NaN;
+  const rank = q * total;
+  let lower = 0;
+  let below = 0;
+  for (const [le, cumulative] of deltas) {
+    if (cumulative >= rank) {
+      if (le === Infinity) return lower * 1000;
+      return (lower + ((le - lower) * (rank - below)) / Math.max(cumulative - below, 1e-9)) * 1000;
+    }
+    lower = le;
+    below = cumulative;
+  }
+  return lower * 1000;
 }
 
 /** One side's run over a topic: its timing from the table, and the CPU of every process that took part. */
@@ -97,7 +132,7 @@ export async function measureIngest(ctx: BenchContext, total: number, batchSize:
     EVENTS_DLQ_TOPIC: `bench.ingest-dlq.${ctx.run}`,
     INGEST_BATCH_SIZE: String(batchSize),
   };
-  const consumerProcess = async (topic: string, storeEnv: Record<string, string>, group = `bench-ingest-${randomBytes(3).toString('hex')}`, role = 'consumer'): Promise<BenchProcess> =>
+  const consumerProcess = async (topic: string, storeEnv: Record<string, string>, group = `bench-ingest-${randomBytes(3).toString('hex')}`, role = 'consumer'): ReturnType<typeof gatewayProcess> =>
     gatewayProcess({ ...common, ...storeEnv, EVENTS_TOPICS: topic, ROLE: role, PORT: String(await freePort()), KAFKA_CONSUMER_GROUP: group });
 
   /**
@@ -241,10 +276,13 @@ export async function measureIngest(ctx: BenchContext, total: number, batchSize:
       const db = `bench_fresh_${ctx.run}`;
       let table: string;
       let stop: () => Promise<void>;
+      // Ours reports its own view of the same events: the histogram's change over the steady load.
+      let histogram: (() => Promise<Map<number, number>>) | undefined;
       if (side === 'ours') {
         const consumer = await consumerProcess(topic, { CLICKHOUSE_URL: ctx.clickhouseUrl, CLICKHOUSE_DATABASE: db });
         table = `${db}.events`;
         stop = () => consumer.stop();
+        histogram = () => visibleAgeBuckets(consumer.url);
       } else {
         const run = await startKafkaEngine(ch, { brokers: ctx.brokers, topic, productDb: productDb('none'), db: engineDb, name: 'fresh' }, freshnessConfig!);
         table = run.copy;
@@ -253,9 +291,12 @@ export async function measureIngest(ctx: BenchContext, total: number, batchSize:
       try {
         await produceWarmUp(kafka, topic, WARM_UP_EVENTS);
         await waitForRows(ch, table, WARM_UP_EVENTS, `${side} (warm-up)`);
+        const before = await histogram?.();
         const sent = await producePaced(kafka, topic, { perSecond, seconds: freshnessSeconds, orgId, projectId });
         await waitForRows(ch, table, sent, `${side} (steady load)`, `project_id = '${projectId}'`);
-        return { sent, ...(await storedDelay(ch, table, `project_id = '${projectId}'`)) };
+        const after = await histogram?.();
+        const own = before !== undefined && after !== undefined ? { p50: quantileMs(before, after, 0.5), p99: quantileMs(before, after, 0.99) } : undefined;
+        return { sent, own, ...(await storedDelay(ch, table, `project_id = '${projectId}'`)) };
       } finally {
         await stop();
       }
@@ -282,6 +323,15 @@ export async function measureIngest(ctx: BenchContext, total: number, batchSize:
       p50Ms: fo.p50,
       p99Ms: fo.p99,
       note: `${reached(fo.sent)}; p99 ${times(fo.p99, fe.p99)} the engine's`,
+    });
+    keep({
+      scenario: 'ingest',
+      measure: `consumer process's own freshness histogram (Kafka timestamp to the store's acknowledgement), at a steady ${perSecond.toLocaleString('en-US')} events/s for ${freshnessSeconds} s`,
+      value: fo.sent,
+      unit: 'events',
+      p50Ms: fo.own?.p50 ?? NaN,
+      p99Ms: fo.own?.p99 ?? NaN,
+      note: 'ingest_visible_age_from_kafka_timestamp_seconds over the same events, read as histogram_quantile reads it (linear within a bucket): what /metrics and the feed-stale alert see, beside the table-timed row above',
     });
 
     // 7. The embedded shape (ROLE=all into chDB) on the uncompressed topic.
