@@ -14,6 +14,7 @@ import { startInfra } from '../test/support/infra.js';
 import { repoRoot } from '../test/support/processes.js';
 import { measureCeiling } from './scenarios/ceiling.js';
 import { measureCommands } from './scenarios/commands.js';
+import { measureDashboards } from './scenarios/dashboards.js';
 import { measureEmbedded } from './scenarios/embedded.js';
 import { measureFeed } from './scenarios/feed.js';
 import { measureFeedAtScale } from './scenarios/feed-scale.js';
@@ -26,7 +27,7 @@ import { machineLoad, record, type Row } from './support/results.js';
 
 const DEFAULT_SCENARIOS = ['commands', 'ingest', 'feed', 'embedded', 'memory', 'tail'];
 /** Scenarios run only when named: feed-scale writes 100M events and waits for their merges (30 minutes with its measurements on this machine, 2026-11-27). */
-const NAMED_SCENARIOS = ['feed-scale'];
+const NAMED_SCENARIOS = ['feed-scale', 'dashboards'];
 const env = process.env;
 const number = (name: string, fallback: number) => Number(env[name] ?? fallback);
 
@@ -44,6 +45,11 @@ const settings = {
   BENCH_TAIL_RATE: number('BENCH_TAIL_RATE', 200),
   /** BENCH_TAIL_FAIRNESS=0 runs only the tail counts, not the feed-beside-one-caller runs. */
   BENCH_TAIL_FAIRNESS: number('BENCH_TAIL_FAIRNESS', 1),
+  /** Events in the store before the dashboards start; the size is 100000000. */
+  BENCH_DASHBOARD_EVENTS: number('BENCH_DASHBOARD_EVENTS', 1_000_000),
+  /** Dashboards of each kind (project, device), a run each. */
+  BENCH_DASHBOARD_COUNTS: env['BENCH_DASHBOARD_COUNTS'] ?? '100,1000',
+  BENCH_DASHBOARD_SECONDS: number('BENCH_DASHBOARD_SECONDS', 60),
 };
 const scenarios = (env['BENCH_SCENARIOS'] ?? DEFAULT_SCENARIOS.join(',')).split(',').map((s) => s.trim());
 const KNOWN_SCENARIOS = [...DEFAULT_SCENARIOS, ...NAMED_SCENARIOS];
@@ -77,6 +83,8 @@ try {
     'feed-scale': () => measureFeedAtScale(ctx, settings.BENCH_FEED_SCALE_SIZES.split(',').map(Number), settings.INGEST_BATCH_SIZE),
     embedded: () => measureEmbedded(ctx, settings.BENCH_EMBEDDED_EVENTS),
     memory: () => measureMemory(ctx, settings.BENCH_SOAK_SECONDS),
+    dashboards: () =>
+      measureDashboards(ctx, { events: settings.BENCH_DASHBOARD_EVENTS, batch: settings.INGEST_BATCH_SIZE, counts: settings.BENCH_DASHBOARD_COUNTS.split(',').map(Number), seconds: settings.BENCH_DASHBOARD_SECONDS }),
     tail: () => measureTail(ctx, settings.BENCH_TAIL_COUNTS.split(',').map(Number), settings.BENCH_TAIL_RATE, settings.BENCH_TAIL_FAIRNESS !== 0),
   };
   for (const name of scenarios) {

@@ -1,0 +1,108 @@
+/**
+ * The store side of the dashboards scenario, on the ClickHouse server: the history written
+ * before the dashboards start, the server's count of SELECTs, and each sampled answer
+ * compared with what the store held when it was asked.
+ */
+import { toStoreTimestamp } from '../../src/store/timestamps.js';
+import type { AnsweredPage } from './dashboard-clients.js';
+
+export const PROJECTS = 1000;
+export const ORGS = 100;
+export const DEVICES_PER_PROJECT = 100;
+export const FLEETS_PER_PROJECT = 4;
+const MONTHS = 24;
+
+export const org = (p: number) => `00000000-0000-4000-a000-${String(p % ORGS).padStart(12, '0')}`;
+export const project = (p: number) => `00000000-0000-4000-b000-${String(p).padStart(12, '0')}`;
+export const device = (p: number, d: number) => `00000000-0000-4000-c${String(d).padStart(3, '0')}-${String(p).padStart(12, '0')}`;
+
+export async function runSql(url: string, database: string, sql: string, params: Readonly<Record<string, string>> = {}): Promise<string> {
+  const target = new URL(url);
+  target.searchParams.set('database', database);
+  for (const [name, value] of Object.entries(params)) target.searchParams.set(`param_${name}`, value);
+  const res = await fetch(target, { method: 'POST', body: sql });
+  const text = await res.text();
+  if (!res.ok) throw new Error(`ClickHouse answered ${res.status}: ${text.slice(0, 500)}`);
+  return text;
+}
+
+/**
+ * `total` events over the 24 months before the last minute, `batch` an insert in time order
+ * as ingestion writes them, no OPTIMIZE: 1,000 projects in 100 organizations, 100 devices
+ * and 4 fleets a project, the project and device of each a hash of its number.
+ */
+export async function writeHistory(url: string, database: string, total: number, batch: number): Promise<void> {
+  const endMs = Date.now() - 60_000;
+  const start = new Date(endMs);
+  start.setUTCMonth(start.getUTCMonth() - MONTHS);
+  const stepUs = ((endMs - start.getTime()) * 1000) / total;
+  const from = toStoreTimestamp(start.toISOString());
+  const uuidOf = (prefix: string, inner: string) => `toUUID(concat('00000000-0000-4000-${prefix}', leftPad(toString(${inner}), 3, '0'), '-', leftPad(toString(p), 12, '0')))`;
+  for (let first = 0; first < total; first += batch) {
+    const count = Math.min(batch, total - first);
+    await runSql(
+      url,
+      database,
+      `INSERT INTO events (org_id, project_id, occurred_at, id, domain, entity, action, device_id, fleet_id, payload, source_service)
+       SELECT toUUID(concat('00000000-0000-4000-a000-', leftPad(toString(p % ${ORGS}), 12, '0'))),
+         toUUID(concat('00000000-0000-4000-b000-', leftPad(toString(p), 12, '0'))),
+         addMicroseconds(toDateTime64('${from}', 6, 'UTC'), toUInt64(number * ${stepUs})),
+         generateUUIDv4(number), ['telemetry', 'devices', 'edge', 'ota'][cityHash64(number, 1) % 4 + 1], 'reading', 'recorded',
+         ${uuidOf('c', `cityHash64(number, 2) % ${DEVICES_PER_PROJECT}`)},
+         ${uuidOf('d', `cityHash64(number, 3) % ${FLEETS_PER_PROJECT}`)},
+         concat('{"seq":', toString(number), '}'), 'bench'
+       FROM (SELECT number, cityHash64(number) % ${PROJECTS} AS p FROM numbers(${first}, ${count}))`,
+    );
+  }
+}
+
+/** SELECT queries the server has run since it started (system.events): the store's read load, whoever sent it. */
+export async function selectQueries(url: string): Promise<number> {
+  return Number((await runSql(url, 'system', "SELECT value FROM system.events WHERE event = 'SelectQuery'")).trim());
+}
+
+/** How far behind the store one answer was, in ms; 0 when it missed nothing. */
+export interface Staleness {
+  readonly behindMs: number;
+  readonly missed: number;
+}
+
+/**
+ * One answer against the store as it is now: the events of the page's range (its project,
+ * its device if it has one, and at or above its last item when the page was full) stored
+ * (`ingested_at`) no later than the request was sent, that the answer does not hold. How
+ * far behind it was is the request's time less the oldest store time among those.
+ */
+export async function stalenessOf(url: string, database: string, page: AnsweredPage): Promise<Staleness> {
+  const where = ['org_id = {org:UUID}', 'project_id = {project:UUID}', "ingested_at <= fromUnixTimestamp64Milli({asked:Int64}, 'UTC')", 'id NOT IN {ids:Array(UUID)}'];
+  const params: Record<string, string> = {
+    org: page.dashboard.orgId,
+    project: page.dashboard.projectId,
+    asked: String(page.askedAtMs),
+    ids: `[${page.ids.map((id) => `'${id}'`).join(',')}]`,
+  };
+  if (page.dashboard.deviceId !== undefined) {
+    where.push('device_id = {device:UUID}');
+    params['device'] = page.dashboard.deviceId;
+  }
+  if (page.last !== undefined) {
+    // The feed's order is (occurred_at, id) descending: the range ends at the page's last item.
+    where.push("(occurred_at, id) >= ({last_t:DateTime64(6, 'UTC')}, {last_id:UUID})");
+    params['last_t'] = toStoreTimestamp(page.last.occurred_at);
+    params['last_id'] = page.last.id;
+  }
+  const text = await runSql(url, database, `SELECT count() AS missed, toUnixTimestamp64Milli(min(ingested_at)) AS oldest FROM events WHERE ${where.join(' AND ')} FORMAT JSONEachRow`, params);
+  const { missed, oldest } = JSON.parse(text) as { missed: string; oldest: string };
+  return Number(missed) === 0 ? { behindMs: 0, missed: 0 } : { behindMs: page.askedAtMs - Number(oldest), missed: Number(missed) };
+}
+
+/** Every sample's staleness, eight at a time. */
+export async function stalenessOfAll(url: string, database: string, pages: readonly AnsweredPage[]): Promise<Staleness[]> {
+  const out: Staleness[] = new Array<Staleness>(pages.length);
+  let next = 0;
+  const worker = async () => {
+    for (let k = next++; k < pages.length; k = next++) out[k] = await stalenessOf(url, database, pages[k]!);
+  };
+  await Promise.all(Array.from({ length: 8 }, worker));
+  return out;
+}
