@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
-import type { Kafka, Message } from 'kafkajs';
+import { Partitioners, type Kafka, type Message } from 'kafkajs';
+import { whileConcurrent } from './concurrent-transactions.js';
 import { readDeadLetter } from './dead-letter.js';
 import { scopeOf, type LetterScope } from './letter-scope.js';
 import type { Progress } from './progress.js';
@@ -51,7 +52,9 @@ export async function replay(kafka: Kafka, deadLetterTopic: string, options: Rep
   const chunkSize = options.ratePerSecond === undefined ? CHUNK : Math.max(1, Math.min(CHUNK, Math.floor(options.ratePerSecond)));
   // The transactional id is the run's: a second process of the same run fences the first,
   // and its start aborts whatever transaction a killed one left open.
-  const producer = kafka.producer({ transactionalId: group, idempotent: true, maxInFlightRequests: 1 });
+  // Murmur2 on the key, as the Java client and our gateway place keyed messages: a replayed
+  // message lands on the partition its key's other messages are on.
+  const producer = kafka.producer({ transactionalId: group, idempotent: true, maxInFlightRequests: 1, createPartitioner: Partitioners.DefaultPartitioner });
   await producer.connect();
   try {
     await readToMarks({
@@ -81,8 +84,10 @@ export async function replay(kafka: Kafka, deadLetterTopic: string, options: Rep
         if (sends > 0) await pace(sends);
         const transaction = await producer.transaction();
         try {
-          if (byTopic.size > 0) await transaction.sendBatch({ acks: -1, topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })) });
-          await transaction.sendOffsets({ consumerGroupId: group, topics: [{ topic: deadLetterTopic, partitions: [{ partition: chunk.partition, offset: String(chunk.next) }] }] });
+          if (byTopic.size > 0) await whileConcurrent(() => transaction.sendBatch({ acks: -1, topicMessages: [...byTopic].map(([topic, messages]) => ({ topic, messages })) }));
+          await whileConcurrent(() =>
+            transaction.sendOffsets({ consumerGroupId: group, topics: [{ topic: deadLetterTopic, partitions: [{ partition: chunk.partition, offset: String(chunk.next) }] }] }),
+          );
           await transaction.commit();
         } catch (error) {
           await transaction.abort().catch(() => undefined);
