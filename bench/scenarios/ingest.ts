@@ -295,7 +295,7 @@ export async function measureIngest(ctx: BenchContext, total: number, batchSize:
         const sent = await producePaced(kafka, topic, { perSecond, seconds: freshnessSeconds, orgId, projectId });
         await waitForRows(ch, table, sent, `${side} (steady load)`, `project_id = '${projectId}'`);
         const after = await histogram?.();
-        const own = before !== undefined && after !== undefined ? { p50: quantileMs(before, after, 0.5), p99: quantileMs(before, after, 0.99) } : undefined;
+        const own = before !== undefined && after !== undefined ? { p50: Math.round(quantileMs(before, after, 0.5)), p99: Math.round(quantileMs(before, after, 0.99)) } : undefined;
         return { sent, own, ...(await storedDelay(ch, table, `project_id = '${projectId}'`)) };
       } finally {
         await stop();
