@@ -77,6 +77,9 @@ const sections: Record<string, Record<string, () => string>> = {
         'kafka-acls.sh --bootstrap-server "$BOOTSTRAP" --command-config admin.properties --add \\',
         '  --allow-principal User:core-gateway-consumer --operation Write --operation DescribeConfigs \\',
         '  --topic platform.events.dlq',
+        'kafka-acls.sh --bootstrap-server "$BOOTSTRAP" --command-config admin.properties --add \\',
+        '  --allow-principal User:core-gateway-consumer --operation Write \\',
+        '  --resource-pattern-type prefixed --transactional-id core-gateway-ingest.dead-letters.',
         '```',
       ].join('\n');
     },

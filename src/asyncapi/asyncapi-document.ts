@@ -188,7 +188,7 @@ const messages: JsonObject = {
     title: 'Dead letter',
     summary: 'A message the ingest consumer could not store, unchanged, with why and where from.',
     description:
-      'Key, value and headers are the message as it was read, so that it can be fixed and produced again; the dlq-* headers are added. A partition\'s dead letters come in the order its messages came. A letter too large for this topic\'s max.message.bytes comes as a reference instead: the dlq-* headers with dlq-truncated, none of its own, and the first 1,024 bytes of its key and value; the message stays at dlq-source-offset on its source topic. A store that is unavailable dead-letters nothing: the consumer waits for it.',
+      'Key, value and headers are the message as it was read, so that it can be fixed and produced again; the dlq-* headers are added. A partition\'s dead letters come in the order its messages came. A letter too large for this topic\'s max.message.bytes comes as a reference instead: the dlq-* headers with dlq-truncated, none of its own, and the first 1,024 bytes of its key and value; the message stays at dlq-source-offset on its source topic. A store that is unavailable dead-letters nothing: the consumer waits for it. Each refused message appears here once for readers with isolation level read_committed: a batch\'s letters and its offsets are committed in one Kafka transaction. Readers with read_uncommitted may also see copies from aborted transactions (a consumer that crashed or lost its partitions before the commit).',
     contentType: 'application/octet-stream',
     headers: headers(
       {

@@ -1,6 +1,6 @@
 import { isTopicName, topicName } from '../kafka/kafka-settings.js';
 import { ConfigError } from '../settings/config-error.js';
-import { integer, list, type Env } from '../settings/env.js';
+import { integer, list, optional, type Env } from '../settings/env.js';
 
 /** How the ingest consumer batches, bounds and fetches (INGEST_*). */
 export interface IngestConfig {
@@ -18,7 +18,16 @@ export interface IngestConfig {
   readonly fetchPartitionBytes: number;
   /** How old the consumer's view of its topics' partitions may grow before it is asked for again: partitions added to a topic are read within about this long (INGEST_METADATA_MAX_AGE_MS). */
   readonly metadataMaxAgeMs: number;
+  /**
+   * What the transactional ids of the dead-letter sends start with; each input partition's id
+   * is this followed by `<topic>.<partition>` (INGEST_TRANSACTIONAL_ID_PREFIX). Unset, it is
+   * the consumer group's name followed by `.dead-letters.` (docs/decisions/dead-letters-once.md).
+   */
+  readonly transactionalIdPrefix?: string | undefined;
 }
+
+/** Room left under the broker's limit on a transactional id for `<topic>.<partition>` (a topic name is at most 249 characters). */
+const MAX_TRANSACTIONAL_ID_PREFIX = 200;
 
 /** INGEST_*: batches, in-flight bounds, stall detection and fetch sizes of the ingest consumer. */
 export function parseIngest(env: Env): IngestConfig {
@@ -42,6 +51,7 @@ export function parseIngest(env: Env): IngestConfig {
     // unread for five minutes. One metadata request each 10 s costs the broker next to nothing
     // (docs/decisions/topic-changes-and-gaps.md).
     metadataMaxAgeMs: integer(env, 'INGEST_METADATA_MAX_AGE_MS', 10_000, 1000, 300_000),
+    transactionalIdPrefix: parseTransactionalIdPrefix(env),
   };
 }
 
@@ -57,4 +67,14 @@ export function parseEventTopics(env: Env): string[] {
 /** EVENTS_DLQ_TOPIC: where the ingest consumer writes what it cannot store. */
 export function parseDeadLetterTopic(env: Env): string {
   return topicName(env, 'EVENTS_DLQ_TOPIC', 'platform.events.dlq');
+}
+
+/** INGEST_TRANSACTIONAL_ID_PREFIX: a name the ingest principal holds TransactionalId ACLs on, unset for the group's name. */
+function parseTransactionalIdPrefix(env: Env): string | undefined {
+  const prefix = optional(env, 'INGEST_TRANSACTIONAL_ID_PREFIX');
+  if (prefix === undefined) return undefined;
+  if (prefix.length > MAX_TRANSACTIONAL_ID_PREFIX || /\s/.test(prefix)) {
+    throw new ConfigError('INGEST_TRANSACTIONAL_ID_PREFIX', `must be at most ${MAX_TRANSACTIONAL_ID_PREFIX} characters without spaces`);
+  }
+  return prefix;
 }

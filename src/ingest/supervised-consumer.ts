@@ -40,6 +40,11 @@ export interface SupervisedConsumer {
   rejoin(): void;
   /** Stops fetching every topic, for a shutdown that still commits what it has. */
   pauseAll(): void;
+  /**
+   * Moves the current member's next fetch of a partition to `offset`: for `beforeFetching`,
+   * whose partitions are held, when what it learned differs from what kafkajs read at the join.
+   */
+  seek(topic: string, partition: number, offset: string): void;
   stop(): Promise<void>;
 }
 
@@ -242,6 +247,9 @@ export function createSupervisedConsumer(options: SupervisedConsumerOptions): Su
       options.onRebalance(undefined);
       // The new member is started once the old one has left, so the two never hold the same partitions.
       void leave(member).then(scheduleReplacement);
+    },
+    seek(topic, partition, offset) {
+      member.consumer.seek({ topic, partition, offset });
     },
     pauseAll() {
       stopping = true;

@@ -126,6 +126,7 @@ export async function startIngestConsumer(
     compression: config.kafka.compression,
     sessionTimeoutMs: config.kafka.sessionTimeoutMs,
     metadataMaxAgeMs: config.ingest.metadataMaxAgeMs,
+    transactionalIdPrefix: config.ingest.transactionalIdPrefix,
     logger,
   });
   await consumer.start();

@@ -86,6 +86,13 @@ export async function readToEnd(kafka: Kafka, topics: readonly string[], timeout
   await reader.connect();
   try {
     await reader.subscribe({ topics: [...topics], fromBeginning: true });
+    // A transaction's marker is no message: a batch's end (a batch of only markers or aborted
+    // records too, which reaches no handler) is what moves the position past it.
+    reader.on(reader.events.END_BATCH_PROCESS, ({ payload }) => {
+      const tp = `${payload.topic}/${payload.partition}`;
+      const after = BigInt(payload.lastOffset) + 1n;
+      if (after > (next.get(tp) ?? 0n)) next.set(tp, after);
+    });
     await reader.run({
       eachMessage: async ({ topic, partition, message }) => {
         messages.push(received(topic, partition, message));

@@ -1,4 +1,5 @@
 import { AclOperationTypes, AclPermissionTypes, AclResourceTypes, ResourcePatternTypes, type Kafka } from 'kafkajs';
+import { defaultTransactionalIdPrefix } from '../../../src/ingest/dead-letter-writer.js';
 import { commandTopicList, type CommandTopicNames } from '../../support/command-topics.js';
 
 /** The names one deployment uses: its topics and the ingest group. */
@@ -11,9 +12,10 @@ export interface Deployment {
 }
 
 export interface Grant {
-  readonly resource: 'topic' | 'group' | 'cluster';
-  /** A literal name; the cluster's is kafka-cluster. */
+  readonly resource: 'topic' | 'group' | 'cluster' | 'transactional-id';
+  /** A literal name (the cluster's is kafka-cluster), or a prefix where `prefixed`. */
   readonly name: string;
+  readonly prefixed?: boolean;
   readonly operation: 'READ' | 'WRITE' | 'CREATE' | 'DESCRIBE' | 'DESCRIBE_CONFIGS';
 }
 
@@ -31,6 +33,8 @@ export function consumerGrants(d: Deployment): Grant[] {
     topic(d.deadLetter, 'WRITE'),
     topic(d.deadLetter, 'DESCRIBE_CONFIGS'),
     { resource: 'group', name: d.group, operation: 'READ' },
+    // The dead letters' transactions, one transactional id per input partition under the default prefix (WRITE implies DESCRIBE).
+    { resource: 'transactional-id', name: defaultTransactionalIdPrefix(d.group), operation: 'WRITE', prefixed: true },
   ];
 }
 
@@ -39,7 +43,7 @@ export function createGrants(topics: readonly string[]): Grant[] {
   return topics.map((name) => topic(name, 'CREATE'));
 }
 
-const RESOURCE = { topic: AclResourceTypes.TOPIC, group: AclResourceTypes.GROUP, cluster: AclResourceTypes.CLUSTER } as const;
+const RESOURCE = { topic: AclResourceTypes.TOPIC, group: AclResourceTypes.GROUP, cluster: AclResourceTypes.CLUSTER, 'transactional-id': AclResourceTypes.TRANSACTIONAL_ID } as const;
 
 /** Creates the ACLs as the super user: `user` may do what `grants` allow, from any host. */
 export async function grant(admin: Kafka, user: string, grants: readonly Grant[]): Promise<void> {
@@ -50,7 +54,7 @@ export async function grant(admin: Kafka, user: string, grants: readonly Grant[]
       acl: grants.map((g) => ({
         resourceType: RESOURCE[g.resource],
         resourceName: g.name,
-        resourcePatternType: ResourcePatternTypes.LITERAL,
+        resourcePatternType: g.prefixed === true ? ResourcePatternTypes.PREFIXED : ResourcePatternTypes.LITERAL,
         principal: `User:${user}`,
         host: '*',
         operation: AclOperationTypes[g.operation],
@@ -62,13 +66,13 @@ export async function grant(admin: Kafka, user: string, grants: readonly Grant[]
   }
 }
 
-/** Everything on topics and groups whose names start with `prefix`: for tests that are not about ACLs. */
+/** Everything on topics, groups and transactional ids whose names start with `prefix`: for tests that are not about ACLs. */
 export async function grantPrefix(admin: Kafka, user: string, prefix: string): Promise<void> {
   const client = admin.admin();
   await client.connect();
   try {
     await client.createAcls({
-      acl: [AclResourceTypes.TOPIC, AclResourceTypes.GROUP].map((resourceType) => ({
+      acl: [AclResourceTypes.TOPIC, AclResourceTypes.GROUP, AclResourceTypes.TRANSACTIONAL_ID].map((resourceType) => ({
         resourceType,
         resourceName: prefix,
         resourcePatternType: ResourcePatternTypes.PREFIXED,
