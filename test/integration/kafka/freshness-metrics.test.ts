@@ -15,7 +15,7 @@ import { ownConsumerHooks, ownIngestConsumer, ownTopic } from './own-ingest-cons
 /** One series of a registry's metric: a histogram's by its suffixed name (`_bucket`, `_count`). */
 async function sample(metrics: GatewayMetrics, base: string, series: string, labels: Record<string, string> = {}): Promise<number | undefined> {
   const metric = await metrics.registry.getSingleMetric(base)?.get();
-  return metric?.values.find((v) => (v.metricName ?? metric.name) === series && Object.entries(labels).every(([k, want]) => String(v.labels[k]) === want))?.value;
+  return metric?.values.find((v) => ('metricName' in v && typeof v.metricName === 'string' ? v.metricName : metric.name) === series && Object.entries(labels).every(([k, want]) => String(v.labels[k]) === want))?.value;
 }
 
 const KAFKA_AGE = 'ingest_visible_age_from_kafka_timestamp_seconds';

@@ -11,11 +11,14 @@ import { canonicalEvent } from '../../support/factories.js';
 const T0 = Date.UTC(2026, 0, 1, 12, 0, 0);
 const stamped = (...ms: number[]) => ms.map((t) => ({ timestamp: String(t) }));
 
+/** A histogram's series carry their suffixed name (`_bucket`, `_count`); a gauge's are named by the metric. */
+const seriesName = (v: object, metricName: string): string => ('metricName' in v && typeof v.metricName === 'string' ? v.metricName : metricName);
+
 async function value(metrics: ReturnType<typeof createGatewayMetrics>, name: string, labels: Record<string, string> = {}): Promise<number | undefined> {
   // A histogram's series are named by suffix under the histogram's own name.
   const base = name.replace(/_(count|sum)$/, '');
   const metric = await metrics.registry.getSingleMetric(base)?.get();
-  const series = metric?.values.filter((v) => (v.metricName ?? metric.name) === (name === base && metric.type === 'histogram' ? `${base}_bucket` : name));
+  const series = metric?.values.filter((v) => seriesName(v, metric.name) === (name === base && String(metric.type) === 'histogram' ? `${base}_bucket` : name));
   const found = series?.find((v) => Object.entries(labels).every(([k, want]) => String(v.labels[k]) === want));
   return found?.value;
 }
