@@ -7,8 +7,11 @@ import type { IngestConsumer } from '../../../src/ingest/kafka-ingest-consumer.j
 import { createGatewayMetrics } from '../../../src/metrics/gateway-metrics.js';
 import { createLogger } from '../../../src/observability/logger.js';
 import { canonicalEvent } from '../../support/factories.js';
-import { committedToEnd, topicEnds } from '../../support/kafka-topics.js';
+import { startGatewayProcess, type GatewayProcess } from '../../support/gateway-process.js';
+import { committedOffsets, committedToEnd, readToEnd, topicEnds } from '../../support/kafka-topics.js';
+import { storeEnvironment } from '../../support/stores.js';
 import { waitFor } from '../../support/wait-for.js';
+import { consumerProcessSetup } from './ingest-group.js';
 import { describeOnEachStore, type KafkaSuite } from './kafka-suite.js';
 import { feedIds, ownConsumerHooks, ownIngestConsumer, ownTopic, type OwnTopic } from './own-ingest-consumer.js';
 
@@ -59,9 +62,94 @@ async function lettersByKey(kafka: Kafka, topic: string, readUncommitted: boolea
 /** Every partition of the topic committed to its end by the group: no transaction of its consumers is left to come. */
 const caughtUp = (s: KafkaSuite, own: OwnTopic) => waitFor(`${own.groupId} committed to the end of ${own.topic}`, () => committedToEnd(s.kafka, own.groupId, own.topic), 60_000, 100);
 
-describeOnEachStore('dead letters written once', function (suite) {
+/** The sum of a group's committed offsets over a topic's partitions: how far it has got. */
+const committedTotal = async (kafka: Kafka, groupId: string, topic: string): Promise<bigint> =>
+  [...(await committedOffsets(kafka, groupId, topic)).values()].reduce((sum, offset) => sum + (offset > 0n ? offset : 0n), 0n);
+
+/** Poison, with a valid event now and then, sent without pause to every partition until stop(); `names` holds the poison's acknowledged keys. */
+function streamPoison(kafka: Kafka, topic: string, base: { org_id: string; project_id: string }) {
+  const names: string[] = [];
+  let running = true;
+  let failure: unknown;
+  const producer = kafka.producer();
+  const loop = (async () => {
+    await producer.connect();
+    for (let round = 0; running; round += 1) {
+      const batch = Array.from({ length: 6 }, (_, i) => poison(`killed-${round}-${i}`));
+      const event = canonicalEvent(base);
+      // Keyed, so the letters spread over the partitions as a producer's keys do.
+      await producer.send({ topic, acks: -1, messages: [...batch, { key: event.device_id!, value: JSON.stringify(event) }] });
+      names.push(...batch.map((m) => m.key));
+    }
+  })().catch((error: unknown) => {
+    failure = error;
+  });
+  return {
+    names,
+    check() {
+      if (failure !== undefined) throw new Error('the poison producer failed', { cause: failure });
+    },
+    async stop() {
+      running = false;
+      await loop;
+      await producer.disconnect();
+      this.check();
+    },
+  };
+}
+
+describeOnEachStore('dead letters written once', function (suite, store) {
   this.timeout(180_000);
   const { transport, started } = ownConsumerHooks(suite);
+  const processes: GatewayProcess[] = [];
+  afterEach(async () => {
+    await Promise.all(processes.splice(0).map((p) => p.dispose()));
+  });
+
+  it('an ingest consumer process SIGKILLed three times while poison streams in: each letter once for read_committed readers', async () => {
+    const s = suite();
+    const { env: setupEnv, topic, groupId } = consumerProcessSetup(s.infra, 'dlq-kill', { KAFKA_TOPIC_PARTITIONS: '3', KAFKA_SESSION_TIMEOUT_MS: '6000' });
+    // The process's own store: a chDB directory of its own (which serves only ROLE=all, the
+    // consumer in the gateway's process), or a database of its own on the server.
+    const env: Record<string, string> = {
+      ...Object.fromEntries(Object.entries(setupEnv).filter(([k]) => !k.startsWith('CLICKHOUSE_') && k !== 'CURSOR_SECRET')),
+      ...storeEnvironment(store, s.infra.clickhouse?.url),
+      ROLE: store === 'chdb' ? 'all' : 'consumer',
+    };
+    const deadLetterTopic = env['EVENTS_DLQ_TOPIC']!;
+    const tenant = s.gateway.tenant();
+    let consumer = await startGatewayProcess(env);
+    processes.push(consumer);
+    const stream = streamPoison(s.kafka, topic, { org_id: tenant.orgId, project_id: tenant.projectId });
+    try {
+      let reached = 0n;
+      for (let kill = 1; kill <= 3; kill += 1) {
+        // Killed once it has committed past where the last one was killed: its transactions are
+        // going out all the while, so a kill lands before, inside or after one.
+        await waitFor(`the group past ${reached} before kill ${kill}`, async () => {
+          stream.check();
+          const total = await committedTotal(s.kafka, groupId, topic);
+          return total > reached ? total : undefined;
+        }, 60_000, 50);
+        consumer.signal('SIGKILL');
+        expect(await consumer.exited).to.deep.equal({ code: null, signal: 'SIGKILL' });
+        reached = await committedTotal(s.kafka, groupId, topic);
+        consumer = await startGatewayProcess(env);
+        processes.push(consumer);
+      }
+    } finally {
+      await stream.stop();
+    }
+    await waitFor(`${groupId} committed to the end of ${topic}`, () => committedToEnd(s.kafka, groupId, topic), 90_000, 100);
+    // Every partition of the dead-letter topic, read as committed data to its end: a transaction
+    // the kills left open would hold the read back, and fail it.
+    const committed = new Map<string, number>();
+    for (const { key } of await readToEnd(s.kafka, [deadLetterTopic])) committed.set(key ?? '', (committed.get(key ?? '') ?? 0) + 1);
+    expect(committed.size, 'letters of every poison message').to.equal(stream.names.length);
+    const twice = [...committed].filter(([, count]) => count !== 1);
+    expect(twice, 'letters written more than once').to.deep.equal([]);
+    expect([...committed.keys()].sort()).to.deep.equal([...stream.names].sort());
+  });
 
   it('a consumer that died between its dead-letter send and its commit: each letter once for read_committed readers', async () => {
     const s = suite();
