@@ -1,4 +1,5 @@
 import { parseArgs } from 'node:util';
+import type { ReplayOptions } from './replay.js';
 import type { Transforms } from './replay-message.js';
 import type { Selection } from './selection.js';
 
@@ -16,15 +17,7 @@ export const DEFAULT_MAX_REPLAYS = 3;
 export type DlqCommand =
   | { readonly kind: 'help' }
   | { readonly kind: 'inspect'; readonly transforms: Transforms }
-  | {
-      readonly kind: 'replay';
-      readonly selection: Selection;
-      readonly transforms: Transforms;
-      readonly to: string | undefined;
-      readonly maxReplays: number;
-      readonly ratePerSecond: number | undefined;
-      readonly run: string | undefined;
-    };
+  | ({ readonly kind: 'replay' } & ReplayOptions);
 
 export const USAGE = `usage: npm run dlq -- inspect [--strip-confluent-prefix]
        npm run dlq -- replay [selection] [--to TOPIC] [--strip-confluent-prefix]
