@@ -13,11 +13,10 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { Kafka, logLevel } from 'kafkajs';
-import { freePort } from '../../test/support/processes.js';
 import { waitFor } from '../../test/support/wait-for.js';
 import { commandTopicEnvironment, commandTopicNames } from '../../test/support/command-topics.js';
 import { autocannon } from '../support/autocannon.js';
-import { gatewayProcess, tsxProcess } from '../support/bench-process.js';
+import { gatewayProcess, serverGatewayEnvironment, tsxProcess } from '../support/bench-process.js';
 import type { BenchContext } from '../support/context.js';
 import { withCpu } from '../support/cpu-usage.js';
 import type { Dashboard, DashboardRun } from '../support/dashboard-clients.js';
@@ -61,12 +60,7 @@ export interface DashboardSettings {
 async function dashboardGateway(ctx: BenchContext, database: string, topic: string, keptAgeMs: number) {
   return gatewayProcess({
     ROLE: 'all',
-    PORT: String(await freePort()),
-    KAFKA_BROKERS: ctx.brokers.join(','),
-    CLICKHOUSE_URL: ctx.clickhouseUrl,
-    CLICKHOUSE_DATABASE: database,
-    AUTH_JWT_SECRET: ctx.secret,
-    CURSOR_SECRET: ctx.secret,
+    ...(await serverGatewayEnvironment(ctx, database)),
     KAFKA_TOPIC_PARTITIONS: '6',
     KAFKA_CONSUMER_GROUP: `bench-dashboards-${ctx.run}`,
     EVENTS_TOPICS: topic,

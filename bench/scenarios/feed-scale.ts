@@ -6,11 +6,10 @@
  * answering SELECT 1 in the same run. Rows read and queries per page are the server's own
  * counters (system.events) over a sample of pages read one at a time.
  */
-import { freePort } from '../../test/support/processes.js';
 import { waitFor } from '../../test/support/wait-for.js';
 import { parseMetrics, samplesOf } from '../../test/support/metrics-text.js';
 import { autocannon, variedAutocannon } from '../support/autocannon.js';
-import { gatewayProcess } from '../support/bench-process.js';
+import { gatewayProcess, serverGatewayEnvironment } from '../support/bench-process.js';
 import { withCpu } from '../support/cpu-usage.js';
 import type { BenchContext } from '../support/context.js';
 import { signHs256Token } from '../../src/auth/sign-token.js';
@@ -167,12 +166,7 @@ interface Request {
 async function scaleGateway(ctx: BenchContext, database: string, name: string, env: Readonly<Record<string, string>> = {}) {
   return gatewayProcess({
     ROLE: 'gateway',
-    PORT: String(await freePort()),
-    KAFKA_BROKERS: ctx.brokers.join(','),
-    CLICKHOUSE_URL: ctx.clickhouseUrl,
-    CLICKHOUSE_DATABASE: database,
-    AUTH_JWT_SECRET: ctx.secret,
-    CURSOR_SECRET: ctx.secret,
+    ...(await serverGatewayEnvironment(ctx, database)),
     ...commandTopicEnvironment(commandTopicNames((topic) => `bench.scale.${name}.${topic}.${ctx.run}`)),
     ...env,
   });

@@ -2,8 +2,9 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { closeSync, mkdtempSync, openSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { repoRoot } from '../../test/support/processes.js';
+import { freePort, repoRoot } from '../../test/support/processes.js';
 import { waitFor } from '../../test/support/wait-for.js';
+import type { BenchContext } from './context.js';
 
 export const PROFILE_DIR = resolve(repoRoot, 'bench', 'results', 'profiles');
 
@@ -73,6 +74,18 @@ export function startProcess(args: readonly string[], env: Readonly<Record<strin
 /** A TypeScript file of the repository run under tsx. */
 export const tsxProcess = (file: string, args: readonly string[] = [], env: Readonly<Record<string, string>> = {}) =>
   startProcess(['--import', 'tsx', file, ...args], env);
+
+/** A gateway's settings on the run's broker and ClickHouse server, in `database`, on a free port: the scenario adds its role and the rest. */
+export async function serverGatewayEnvironment(ctx: BenchContext, database: string): Promise<Record<string, string>> {
+  return {
+    PORT: String(await freePort()),
+    KAFKA_BROKERS: ctx.brokers.join(','),
+    CLICKHOUSE_URL: ctx.clickhouseUrl,
+    CLICKHOUSE_DATABASE: database,
+    AUTH_JWT_SECRET: ctx.secret,
+    CURSOR_SECRET: ctx.secret,
+  };
+}
 
 /**
  * The built gateway (dist/, as `npm start` runs it), at the default LOG_LEVEL unless `env`
