@@ -31,6 +31,7 @@ import { secretVariable } from '../settings/file-variables.js';
 import { PAGE_BATCHING } from '../store/batched-page-reads.js';
 import { parseClickHouse, type ClickHouseConfig } from '../store/clickhouse-settings.js';
 import { parseRetention, type RetentionConfig } from '../store/retention-settings.js';
+import { parseErasure, type ErasureConfig } from '../store/erasure-settings.js';
 
 export { ConfigError };
 export type { AuthConfig, AuthFailureLimitConfig, ClickHouseConfig, HttpServerConfig, IngestConfig, KafkaConfig, LiveTailConfig, RateLimitConfig, RetentionConfig, TokenRulesConfig };
@@ -56,6 +57,8 @@ export interface Config {
   readonly clickhouse: ClickHouseConfig | undefined;
   /** How long events are kept, on either store (EVENTS_RETENTION_DAYS; docs/decisions/retention.md). */
   readonly retention: RetentionConfig;
+  /** Erasures' suppression: how often each process reads them, how long they live (ERASURE_*; docs/decisions/erasure.md). */
+  readonly erasure: ErasureConfig;
   readonly topics: TopicsConfig;
   readonly auth: AuthConfig;
   readonly issuer: string | undefined;
@@ -125,6 +128,7 @@ export function loadConfig(env: Env): Config {
     kafka: parseKafka(env, brokers, kafkaSecurity),
     clickhouse,
     retention: parseRetention(env),
+    erasure: parseErasure(env),
     topics: {
       events,
       ...parseCommandTopics(env),
