@@ -9,14 +9,17 @@ import type { EventStore, StorableEvent } from '../store/event-store.js';
  * the tail makes one read more than it needed.
  */
 export interface StoredBatches {
-  /** Calls `listener` with performance.now() and the insert's events each time an insert of events ends; returns what unsubscribes. */
-  onStored(listener: (at: number, events: readonly StorableEvent[]) => void): () => void;
+  /**
+   * Calls `listener` with performance.now(), the insert's events and whether it succeeded
+   * each time an insert of events ends; returns what unsubscribes.
+   */
+  onStored(listener: (at: number, events: readonly StorableEvent[], succeeded: boolean) => void): () => void;
   /** The store, its inserts observed: give it to whatever ingests in this process. */
   observe(store: EventStore): EventStore;
 }
 
 export function createStoredBatches(): StoredBatches {
-  const listeners = new Set<(at: number, events: readonly StorableEvent[]) => void>();
+  const listeners = new Set<(at: number, events: readonly StorableEvent[], succeeded: boolean) => void>();
   return {
     onStored(listener) {
       listeners.add(listener);
@@ -25,11 +28,13 @@ export function createStoredBatches(): StoredBatches {
     observe(store) {
       return {
         async insertEvents(events) {
+          let succeeded = false;
           try {
             await store.insertEvents(events);
+            succeeded = true;
           } finally {
             const at = performance.now();
-            for (const listener of listeners) listener(at, events);
+            for (const listener of listeners) listener(at, events, succeeded);
           }
         },
         probeWrite: () => store.probeWrite(),

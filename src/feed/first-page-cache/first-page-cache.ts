@@ -1,5 +1,7 @@
-import type { FeedSlice, StoredEvent } from '../../store/event-store.js';
+import type { FeedSlice, StorableEvent, StoredEvent } from '../../store/event-store.js';
 import type { StoredBatches } from '../stored-batches.js';
+import { toEventRow } from '../../store/event-rows.js';
+import { fromStoreTimestamp } from '../../store/timestamps.js';
 
 /** The project a cached page belongs to: a write of it drops or updates the project's pages. */
 export interface PageOwner {
@@ -52,6 +54,12 @@ export interface FirstPageCache<T, W = never> {
   cut<R>(key: string, from: (page: T) => R | undefined): R | undefined;
   /** Events of the project were written: drop its pages, and any read of it in flight. */
   invalidate(owner: PageOwner): void;
+  /**
+   * Whether anything of the project is held: a page, a read in flight or a read again.
+   * A write of a project it does not follow changes nothing here, so a writer need not
+   * build the events it would hand to `written`.
+   */
+  follows(owner: PageOwner): boolean;
   /**
    * These events, and no others, were written to the project in the watch's last window:
    * each page and read in flight with a merge is brought up to date; the others, and
@@ -162,6 +170,9 @@ export function createFirstPageCache<T, W = never>(options: FirstPageCacheOption
   // Monotonic: a step of the wall clock must not stretch a page's age.
   const now = options.now ?? (() => performance.now());
   const pages = new Map<string, Entry<T, W>>();
+  // The keys of `pages` by project, so that a write looks only at its project's pages:
+  // the watch and the process's own inserts name hundreds of projects a second.
+  const keysOf = new Map<string, Set<string>>();
   // The store reads of pages in flight, by project.
   const flights = new Map<string, Set<Flight<T, W>>>();
   // Until when (on `now`) kept pages may be served, and whether the watch has ever seen:
@@ -181,6 +192,9 @@ export function createFirstPageCache<T, W = never>(options: FirstPageCacheOption
     if (entry === undefined) return;
     weight -= weigh(entry.value);
     pages.delete(key);
+    const keys = keysOf.get(entry.owner);
+    keys?.delete(key);
+    if (keys?.size === 0) keysOf.delete(entry.owner);
   };
   // A page replaced stays where it was in `pages`' order.
   const put = (key: string, entry: Entry<T, W>) => {
@@ -188,10 +202,14 @@ export function createFirstPageCache<T, W = never>(options: FirstPageCacheOption
     if (was !== undefined) weight -= weigh(was.value);
     pages.set(key, entry);
     weight += weigh(entry.value);
+    let keys = keysOf.get(entry.owner);
+    if (keys === undefined) keysOf.set(entry.owner, (keys = new Set()));
+    keys.add(key);
   };
   const dropAll = () => {
     epoch += 1;
     pages.clear();
+    keysOf.clear();
     weight = 0;
     refreshing.clear();
   };
@@ -291,8 +309,8 @@ export function createFirstPageCache<T, W = never>(options: FirstPageCacheOption
       record.overtaken = true;
     }
     const again = new Map<string, Entry<T, W>>();
-    for (const [key, entry] of pages) {
-      if (entry.owner !== who) continue;
+    for (const key of [...(keysOf.get(who) ?? [])]) {
+      const entry = pages.get(key)!;
       const value = update(entry);
       if (value === undefined) {
         drop(key);
@@ -380,6 +398,11 @@ export function createFirstPageCache<T, W = never>(options: FirstPageCacheOption
       return page;
     },
     invalidate: (owner) => write(ownerKey(owner), undefined, () => undefined),
+    follows(owner) {
+      // A read again is in flight too until it settles.
+      const who = ownerKey(owner);
+      return keysOf.has(who) || flights.has(who);
+    },
     written(owner, events) {
       const at = now();
       write(ownerKey(owner), events, (entry) => (at - entry.readAt < options.maxAgeMs ? entry.merge?.(entry.value, events) : undefined));
@@ -403,21 +426,54 @@ export function createFirstPageCache<T, W = never>(options: FirstPageCacheOption
   };
 }
 
-/** Drops the cached pages of the projects this process writes, whenever a write ends (src/feed/stored-batches.ts). */
-export function dropPagesOnWrites(stored: Pick<StoredBatches, 'onStored'>, cache: Pick<FirstPageCache<unknown>, 'invalidate'>): () => void {
-  return stored.onStored((_at, events) => {
+/**
+ * Brings the kept pages of the projects this process writes up to date whenever one of its
+ * inserts succeeds, and drops them when one fails (some of its rows may be stored, and
+ * which is unknown) (src/feed/stored-batches.ts): a page read after the process's own
+ * insert shows its events, without waiting for the watch to see them. The watch reports
+ * the same events again later; bringing a page up to date is idempotent.
+ */
+export function followOwnWrites(stored: Pick<StoredBatches, 'onStored'>, cache: Pick<FirstPageCache<unknown, StoredEvent>, 'invalidate' | 'written' | 'follows'>): () => void {
+  return stored.onStored((_at, events, succeeded) => {
     // A write holds many events of few projects: per event only lookups, since a key built
-    // per event was 6.6% of a consumer's CPU (its garbage included).
-    const seen = new Map<string, Set<string>>();
-    for (const { head } of events) {
-      let projects = seen.get(head.org_id);
-      if (projects === undefined) seen.set(head.org_id, (projects = new Set()));
-      if (projects.has(head.project_id)) continue;
-      projects.add(head.project_id);
-      cache.invalidate({ orgId: head.org_id, projectId: head.project_id });
+    // per event was 6.6% of a consumer's CPU (its garbage included). An event is read
+    // whole only for a project whose pages are kept.
+    const byProject = new Map<string, Map<string, StorableEvent[]>>();
+    for (const storable of events) {
+      const { head } = storable;
+      let projects = byProject.get(head.org_id);
+      if (projects === undefined) byProject.set(head.org_id, (projects = new Map<string, StorableEvent[]>()));
+      const held = projects.get(head.project_id);
+      if (held === undefined) projects.set(head.project_id, [storable]);
+      else held.push(storable);
+    }
+    for (const [orgId, projects] of byProject) {
+      for (const [projectId, written] of projects) {
+        const owner = { orgId, projectId };
+        if (!succeeded) cache.invalidate(owner);
+        else if (cache.follows(owner)) cache.written(owner, written.map(storedEventOf));
+      }
     }
   });
 }
+
+/**
+ * An event as the store reads it back (src/store/event-rows.ts): ids in lower case, every
+ * optional field present, null where the event had none, and occurred_at as the store
+ * renders it, so that a page brought up to date by this process's own insert is the page a
+ * read would give.
+ */
+function storedEventOf(storable: StorableEvent): StoredEvent {
+  const row = toEventRow(storable.event, storable.storedAt);
+  return { event: { ...row, occurred_at: fromStoreTimestamp(row.occurred_at) }, position: { occurredAt: row.occurred_at, id: row.id } };
+}
+
+/**
+ * Pages kept at most, whatever they hold: a dashboard each for ten thousand projects or
+ * devices. Events bound the memory (MAX_KEPT_EVENTS); this bounds the pages a write's
+ * project and an expiry sweep may have to look at.
+ */
+export const MAX_KEPT_PAGES = 10_000;
 
 /**
  * Events the kept pages hold together, at most: 1,000 pages of the largest size as read
@@ -442,9 +498,10 @@ export function firstPagesOf(
   const firstPages = createFirstPageCache<FeedSlice, StoredEvent>({
     maxAgeMs: config.feedFirstPageMaxAgeMs,
     watched: true,
+    capacity: MAX_KEPT_PAGES,
     weight: { of: (slice) => slice.events.length, atMost: MAX_KEPT_EVENTS },
     ...told,
   });
-  dropPagesOnWrites(stored, firstPages);
+  followOwnWrites(stored, firstPages);
   return firstPages;
 }

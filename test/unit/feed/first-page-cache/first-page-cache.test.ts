@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { createCursorCodec } from '../../../../src/feed/pages/cursor.js';
 import { createFeedService, type FeedPage, type FeedRequest } from '../../../../src/feed/pages/feed-service.js';
-import { createFirstPageCache, dropPagesOnWrites, MAX_REFRESHES_IN_FLIGHT, type FirstPageCache, type FirstPageCacheOptions, type PageOwner } from '../../../../src/feed/first-page-cache/first-page-cache.js';
+import { createFirstPageCache, followOwnWrites, MAX_REFRESHES_IN_FLIGHT, type FirstPageCache, type FirstPageCacheOptions, type PageOwner } from '../../../../src/feed/first-page-cache/first-page-cache.js';
 import { createStoredBatches } from '../../../../src/feed/stored-batches.js';
 import { compareFeedOrder } from '../../../../src/feed/first-page-cache/first-page-merge.js';
 import type { EventStore, FeedQuery, FeedSlice, StoredEvent } from '../../../../src/store/event-store.js';
@@ -9,15 +9,14 @@ import { storableEvent } from '../../../../src/store/event-rows.js';
 import { canonicalEvent, uuid } from '../../../support/factories.js';
 
 /**
- * A store holding events per organization and project, as `insertEvents` gives them, each
- * at an instant of its own in the order written, counting the feed reads it answers and
+ * A store holding events per organization and project, as `insertEvents` gives them, at
+ * the instant each was stored at (`eventAt` gives each one of its own, in the order made), counting the feed reads it answers and
  * reading them newest first from a cursor's position. A read may be held open until released.
  */
 function memoryStore() {
   const events = new Map<string, StoredEvent[]>();
   const reads: FeedQuery[] = [];
   let gate: Promise<void> | undefined;
-  let written = 0;
   const key = (org: string, project: string) => `${org}/${project}`;
   const store = {
     async listEvents(query: FeedQuery): Promise<FeedSlice> {
@@ -30,8 +29,7 @@ function memoryStore() {
     async insertEvents(stored: readonly ReturnType<typeof storableEvent>[]) {
       for (const s of stored) {
         const k = key(s.event.org_id, s.event.project_id);
-        written += 1;
-        const position = { occurredAt: `2026-01-01 00:00:00.${String(written).padStart(6, '0')}`, id: s.event.id };
+        const position = { occurredAt: s.storedAt, id: s.event.id };
         events.set(k, [...(events.get(k) ?? []), { event: s.event, position }]);
       }
     },
@@ -58,6 +56,13 @@ const ids = (p: { items: { id: string }[] }) => p.items.map((e) => e.id);
 /** Lets every read already answered run its continuations (a page kept after a write's read). */
 const settled = () => new Promise<void>((resolve) => setImmediate(resolve));
 
+/** An event of the project stored a millisecond after the last one made: pages order them as made. */
+let made = 0;
+const eventAt = (orgId: string, projectId: string) => {
+  made += 1;
+  return storableEvent(canonicalEvent({ org_id: orgId, project_id: projectId, occurred_at: new Date(Date.UTC(2026, 0, 1) + made).toISOString() }));
+};
+
 describe('first page cache', () => {
   let clock: number;
   const setup = (maxAgeMs: number) => {
@@ -65,12 +70,12 @@ describe('first page cache', () => {
     const memory = memoryStore();
     const firstPages = createFirstPageCache<FeedSlice, StoredEvent>({ maxAgeMs, now: () => clock });
     const stored = createStoredBatches();
-    dropPagesOnWrites(stored, firstPages);
+    followOwnWrites(stored, firstPages);
     const store = stored.observe(memory.store);
     const feed = createFeedService({ store, cursors, firstPages });
-    const write = (orgId: string, projectId: string) => store.insertEvents([storableEvent(canonicalEvent({ org_id: orgId, project_id: projectId }))]);
+    const write = (orgId: string, projectId: string) => store.insertEvents([eventAt(orgId, projectId)]);
     // A write behind the process's back: another gateway's ingestion.
-    const elsewhere = (orgId: string, projectId: string) => memory.store.insertEvents([storableEvent(canonicalEvent({ org_id: orgId, project_id: projectId }))]);
+    const elsewhere = (orgId: string, projectId: string) => memory.store.insertEvents([eventAt(orgId, projectId)]);
     return { memory, firstPages, feed, write, elsewhere };
   };
 
@@ -90,58 +95,75 @@ describe('first page cache', () => {
     expect(ids(later)).to.have.length(2);
   });
 
-  it("drops a project's pages when this process writes to it, and only that project's", async () => {
+  it("brings a project's kept page up to date in memory when this process writes to it, without a store read, and leaves other projects' pages as they were", async () => {
     const { memory, feed, write } = setup(60_000);
     const [org, project, other] = [uuid(), uuid(), uuid()];
     await write(org, project);
     await write(org, other);
     await feed.listEvents(page(org, project));
-    await feed.listEvents(page(org, other));
+    const otherPage = await feed.listEvents(page(org, other));
     await write(org, project);
-    expect(ids(await feed.listEvents(page(org, project))), 'the new event, at once').to.have.length(2);
-    await feed.listEvents(page(org, other));
-    expect(memory.reads.map((q) => q.projectId)).to.deep.equal([project, other, project]);
+    const after = await feed.listEvents(page(org, project));
+    expect(ids(after), 'the new event, at once, newest first').to.deep.equal(memory.written().filter((e) => e.event.project_id === project).reverse().map((e) => e.event.id));
+    expect(await feed.listEvents(page(org, other))).to.deep.equal(otherPage);
+    expect(memory.reads.map((q) => q.projectId), 'no read after the write').to.deep.equal([project, other]);
   });
 
-  it('reads a page it served again as soon as this process writes its project, so that the next request finds the new event in memory', async () => {
-    const { memory, feed, write } = setup(60_000);
+  it('drops the pages of the projects of an insert that failed (some of its rows may be stored), and reads a served one again before the next request', async () => {
+    const { memory, feed, firstPages } = setup(60_000);
+    const stored = createStoredBatches();
+    followOwnWrites(stored, firstPages);
+    const failing = stored.observe({
+      insertEvents: async (events: readonly ReturnType<typeof storableEvent>[]) => {
+        await memory.store.insertEvents(events);
+        throw new Error('the store went away after the rows landed');
+      },
+    } as unknown as EventStore);
     const [org, project] = [uuid(), uuid()];
-    await write(org, project);
+    await memory.store.insertEvents([eventAt(org, project)]);
     await feed.listEvents(page(org, project));
     await feed.listEvents(page(org, project));
-    await write(org, project);
+    await failing.insertEvents([eventAt(org, project)]).catch(() => undefined);
     await settled();
-    expect(memory.reads, 'read again by the write, before any request').to.have.length(2);
-    expect(ids(await feed.listEvents(page(org, project))), 'the new event').to.have.length(2);
+    expect(memory.reads, 'read again by the failed write, before any request').to.have.length(2);
+    expect(ids(await feed.listEvents(page(org, project))), 'the row the failed insert stored').to.have.length(2);
     expect(memory.reads, 'from memory').to.have.length(2);
   });
 
-  it("drops, for one write of many events, each of its projects' pages once, a project id in two organizations being two projects", async () => {
+  it("hands each project of one insert its own events once, only where it follows the project, a project id in two organizations being two projects", async () => {
     const stored = createStoredBatches();
-    const dropped: string[] = [];
-    dropPagesOnWrites(stored, { invalidate: ({ orgId, projectId }) => dropped.push(`${orgId}/${projectId}`) });
-    const [orgA, orgB, project, other] = [uuid(), uuid(), uuid(), uuid()];
+    const [orgA, orgB, project, other, unfollowed] = [uuid(), uuid(), uuid(), uuid(), uuid()];
+    const written: string[] = [];
+    followOwnWrites(stored, {
+      invalidate: () => expect.fail('a successful insert drops nothing'),
+      follows: ({ projectId }) => projectId !== unfollowed,
+      written: ({ orgId, projectId }, events) => written.push(`${orgId}/${projectId}: ${events.map((e) => e.event.id).join(',')}`),
+    });
     const store = stored.observe({ insertEvents: async () => undefined } as unknown as EventStore);
-    const events = [
-      [orgA, project],
-      [orgA, project],
-      [orgB, project],
-      [orgA, other],
-      [orgA, project],
-      [orgB, project],
-    ].map(([org_id, project_id]) => storableEvent(canonicalEvent({ org_id: org_id!, project_id: project_id! })));
+    const events = [orgA, orgA, orgB, orgA, orgA, orgB, orgA].map((org, i) => eventAt(org, [project, project, project, other, project, project, unfollowed][i]!));
     await store.insertEvents(events);
-    expect(dropped).to.deep.equal([`${orgA}/${project}`, `${orgB}/${project}`, `${orgA}/${other}`]);
+    const idsOf = (...at: number[]) => at.map((i) => events[i]!.event.id).join(',');
+    expect(written).to.deep.equal([`${orgA}/${project}: ${idsOf(0, 1, 4)}`, `${orgA}/${other}: ${idsOf(3)}`, `${orgB}/${project}: ${idsOf(2, 5)}`]);
   });
 
-  it("drops a project's pages when this process writes events that spell its ids in upper case", async () => {
+  it("drops each project's pages once for an insert that failed", async () => {
+    const stored = createStoredBatches();
+    const dropped: string[] = [];
+    followOwnWrites(stored, { invalidate: ({ orgId, projectId }) => dropped.push(`${orgId}/${projectId}`), follows: () => true, written: () => expect.fail('a failed insert brings nothing up to date') });
+    const [orgA, orgB, project, other] = [uuid(), uuid(), uuid(), uuid()];
+    const store = stored.observe({ insertEvents: async () => Promise.reject(new Error('refused')) } as unknown as EventStore);
+    await store.insertEvents([eventAt(orgA, project), eventAt(orgB, project), eventAt(orgA, other), eventAt(orgA, project)]).catch(() => undefined);
+    expect(dropped).to.deep.equal([`${orgA}/${project}`, `${orgA}/${other}`, `${orgB}/${project}`]);
+  });
+
+  it("brings a project's pages up to date when this process writes events that spell its ids in upper case", async () => {
     const { memory, feed, write } = setup(60_000);
     const [org, project] = [uuid(), uuid()];
     await write(org, project);
     await feed.listEvents(page(org, project));
     await write(org.toUpperCase(), project.toUpperCase());
-    await feed.listEvents(page(org, project));
-    expect(memory.reads, 'read again after the write').to.have.length(2);
+    expect(ids(await feed.listEvents(page(org, project))), 'the new event').to.have.length(2);
+    expect(memory.reads, 'from memory').to.have.length(1);
   });
 
   it('drops pages kept under ids in one case when told of a write under the other', async () => {
@@ -155,20 +177,20 @@ describe('first page cache', () => {
     expect(runs).to.equal(2);
   });
 
-  it('does not keep a read that a write of its project overtook', async () => {
+  it('brings a read that a write of this process overtook up to date with the write, and keeps it', async () => {
     const { memory, feed, write, firstPages } = setup(60_000);
     const [org, project] = [uuid(), uuid()];
     const release = memory.hold();
     const inFlight = feed.listEvents(page(org, project));
     await write(org, project);
     release();
-    expect(ids(await inFlight), 'read before the write landed').to.have.length(0);
-    expect(firstPages.size).to.equal(0);
+    expect(ids(await inFlight), 'read before the write landed, and the write').to.have.length(1);
+    expect(firstPages.size).to.equal(1);
     expect(ids(await feed.listEvents(page(org, project)))).to.have.length(1);
-    expect(memory.reads).to.have.length(2);
+    expect(memory.reads).to.have.length(1);
   });
 
-  it('does not keep a read that a write overtook, when a second request joined that read after the write', async () => {
+  it('answers a request that joined a read after a write overtook it with the write too', async () => {
     const { memory, feed, write, firstPages } = setup(60_000);
     const [org, project] = [uuid(), uuid()];
     const release = memory.hold();
@@ -177,11 +199,24 @@ describe('first page cache', () => {
     // Asks after the write, and shares the store read the first request began before it.
     const joined = feed.listEvents(page(org, project));
     release();
-    expect(ids(await first)).to.have.length(0);
-    expect(ids(await joined), 'the shared read, from before the write').to.have.length(0);
+    expect(ids(await first)).to.have.length(1);
+    expect(ids(await joined), 'the shared read, brought up to date with the write').to.have.length(1);
     expect(memory.reads, 'one store read for both').to.have.length(1);
-    expect(firstPages.size, 'nothing kept from a read the write overtook').to.equal(0);
-    expect(ids(await feed.listEvents(page(org, project)))).to.have.length(1);
+    expect(firstPages.size, 'kept, up to date').to.equal(1);
+  });
+
+  it('does not keep a read that a failed insert of its project overtook', async () => {
+    const { memory, feed, firstPages } = setup(60_000);
+    const stored = createStoredBatches();
+    followOwnWrites(stored, firstPages);
+    const failing = stored.observe({ insertEvents: async () => Promise.reject(new Error('refused')) } as unknown as EventStore);
+    const [org, project] = [uuid(), uuid()];
+    const release = memory.hold();
+    const inFlight = feed.listEvents(page(org, project));
+    await failing.insertEvents([eventAt(org, project)]).catch(() => undefined);
+    release();
+    await inFlight;
+    expect(firstPages.size, 'nothing kept from a read the failed insert overtook').to.equal(0);
   });
 
   it('keeps pages apart by organization, project, filters and page size', async () => {

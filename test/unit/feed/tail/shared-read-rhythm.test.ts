@@ -140,7 +140,7 @@ function pollerOnVirtualTime(options: { pollMs: number; settleMs: number; readMs
     /** This process stores a batch at `at`: the insert returns then. */
     storesAt(at: number): void {
       time.schedule(at, () => {
-        for (const listener of listeners) listener(at, []);
+        for (const listener of listeners) listener(at, [], true);
       });
     },
     /** Moves the virtual clock, each time the loop rests or reads, until `count` reads have started; their start times. */
