@@ -155,8 +155,22 @@ function describeFields(fields: FieldErrors): string {
     .join('; ');
 }
 
-export function createEventIngestor(deps: { store: EventStore; schemas: SchemaRegistry }): EventIngestor {
-  const { schemas } = deps;
+/**
+ * The erased scopes whose events are dropped on arrival (src/store/erasure-suppressions.ts,
+ * docs/decisions/erasure.md): neither stored nor dead-lettered, so that a message still on
+ * Kafka, or replayed from the dead-letter topic, cannot bring an erased event back.
+ */
+export interface IngestSuppression {
+  /** Whether the event is suppressed; `deviceOf` is asked only when a device's erasure could cover it. */
+  covers(head: EventHead, deviceOf: () => string | null | undefined): boolean;
+  /** Told how many events of a write it dropped. */
+  dropped(count: number): void;
+}
+
+export function createEventIngestor(deps: { store: EventStore; schemas: SchemaRegistry; suppression?: IngestSuppression | undefined }): EventIngestor {
+  const { schemas, suppression } = deps;
+  /** Whether an erasure covers the event; a byte-read event builds its object only when a device's erasure of its organization asks for its device. */
+  const suppressed = (storable: StorableEvent): boolean => suppression !== undefined && suppression.covers(storable.head, () => storable.event.device_id);
   const readCanonicalEvent = createCanonicalEventReader();
 
   function parse(value: unknown): Parsed {
@@ -250,11 +264,14 @@ export function createEventIngestor(deps: { store: EventStore; schemas: SchemaRe
     async ingestMessages(messages, visible) {
       const rejected: { readonly index: number; readonly rejection: RejectedMessage }[] = [];
       const valid: Carried[] = [];
+      let dropped = 0;
       messages.forEach((message, index) => {
         const parsed = parseRaw(message);
-        if (parsed.ok) valid.push({ message, index, storable: parsed.storable });
-        else rejected.push({ index, rejection: { message, reason: parsed.reason, detail: parsed.detail } });
+        if (!parsed.ok) rejected.push({ index, rejection: { message, reason: parsed.reason, detail: parsed.detail } });
+        else if (suppressed(parsed.storable)) dropped += 1;
+        else valid.push({ message, index, storable: parsed.storable });
       });
+      if (dropped > 0) suppression?.dropped(dropped);
       const { firsts, copiesOf } = foldCopies(valid);
       const { refused } = await store(firsts);
       // By message: a refused item may be a re-encoded copy of the one folded.
@@ -279,11 +296,15 @@ export function createEventIngestor(deps: { store: EventStore; schemas: SchemaRe
     },
     async ingestEvents(events) {
       const valid: { readonly storable: StorableEvent }[] = [];
+      let dropped = 0;
       for (const event of events) {
         const parsed = parse(event);
         if (!parsed.ok) throw new AppError('INTERNAL', `built an invalid canonical event: ${parsed.detail}`);
-        valid.push(parsed);
+        if (suppressed(parsed.storable)) dropped += 1;
+        else valid.push(parsed);
       }
+      if (dropped > 0) suppression?.dropped(dropped);
+      if (valid.length === 0) return;
       // The store's own error goes to the caller, who answers a request with it.
       await deps.store.insertEvents(foldCopies(valid).firsts.map((item) => item.storable));
     },

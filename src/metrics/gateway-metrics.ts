@@ -42,6 +42,10 @@ export interface GatewayMetrics {
   readonly firstPagesRefreshed: Counter;
   /** Kept first pages a window of the watch changed in memory, with no store read. */
   readonly firstPagesMerged: Counter;
+  /** Events ingest dropped because an erasure of their scope was living (docs/decisions/erasure.md); never dead-lettered. */
+  readonly erasureSuppressed: Counter;
+  /** Erasures whose suppression lives, as this process last read them (ERASURE_POLL_MS). */
+  readonly erasuresActive: Gauge;
 }
 
 // From a loopback answer to a slow dependency: the API answers in milliseconds, a timeout in seconds.
@@ -162,6 +166,16 @@ export function createGatewayMetrics(): GatewayMetrics {
     firstPagesMerged: new Counter({
       name: 'feed_first_pages_merged_total',
       help: "Kept first pages changed in memory by the events the watch of the store's writes read for their project, instead of being dropped and read again.",
+      registers,
+    }),
+    erasureSuppressed: new Counter({
+      name: 'erasure_suppressed_events_total',
+      help: 'Events ingest dropped, not stored and not dead-lettered, because an erasure of their organization, project or device was living (ERASURE_SUPPRESS_DAYS).',
+      registers,
+    }),
+    erasuresActive: new Gauge({
+      name: 'erasures_active',
+      help: 'Erasures whose suppression lives, as this process last read the erasures table (every ERASURE_POLL_MS).',
       registers,
     }),
   };

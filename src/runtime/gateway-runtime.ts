@@ -30,6 +30,9 @@ import { pageBatchingOf } from '../store/batched-page-reads.js';
 import type { EventStore, FeedSlice, StoredEvent } from '../store/event-store.js';
 import { rowRefusal } from '../store/store-refusal.js';
 import { createRetention, type Retention } from '../store/retention.js';
+import { createErasureStore, type ErasureStore } from '../store/clickhouse-erasure.js';
+import { runErasure, type EraseOptions, type EraseOutcome, type EraseRequest } from '../store/erasure-run.js';
+import { createErasureSuppressions, type ErasureSuppressions } from '../store/erasure-suppressions.js';
 import { createVerifier } from './auth-runtime.js';
 import { startHttpServer, type HttpServer } from './http-server.js';
 import { kafkaCommandPublisher, openKafka, runsOnKafka, startIngestConsumer, type OpenedKafka } from './kafka-runtime.js';
@@ -46,8 +49,17 @@ export interface Runtime {
   readonly ingestor: EventIngestor;
   /** Drops events past EVENTS_RETENTION_DAYS, hourly and on demand (src/store/retention.ts). */
   readonly retention: Retention;
+  /** Erasures of a tenant's data on this process's store, and the suppressions it follows (docs/decisions/erasure.md). */
+  readonly erasure: RuntimeErasure;
   /** Stops taking requests and messages, finishes what is in flight, then closes Kafka and the store. */
   close(): Promise<void>;
+}
+
+export interface RuntimeErasure {
+  /** What `npm run erase` does, on this process's store: for the embedded store, whose directory one process holds. */
+  erase(request: EraseRequest, progress?: EraseOptions['progress']): Promise<EraseOutcome>;
+  readonly store: ErasureStore;
+  readonly suppressions: ErasureSuppressions;
 }
 
 const systemEnvironment: CommandEnvironment = { now: () => new Date(), newId: randomUUID };
@@ -65,7 +77,16 @@ function apiDependencies(
   config: Config,
   logger: Logger,
   env: CommandEnvironment,
-  parts: { idempotency: IdempotencyStore; store: EventStore; publisher: CommandPublisher; schemas: SchemaRegistry; metrics: GatewayMetrics; stored: StoredBatches; firstPages: FirstPageCache<FeedSlice, StoredEvent> | undefined },
+  parts: {
+    idempotency: IdempotencyStore;
+    store: EventStore;
+    publisher: CommandPublisher;
+    schemas: SchemaRegistry;
+    metrics: GatewayMetrics;
+    stored: StoredBatches;
+    firstPages: FirstPageCache<FeedSlice, StoredEvent> | undefined;
+    suppressions: ErasureSuppressions;
+  },
 ): ApiDependencies {
   return {
     verifier: createVerifier(config, logger),
@@ -77,7 +98,14 @@ function apiDependencies(
       cursorPageServed: (source) => parts.metrics.cursorPages.inc({ source }),
       ownWrites: parts.stored,
     }),
-    liveTail: createLiveTail({ store: parts.store, settings: config.liveTail, logger, metrics: parts.metrics, stored: parts.stored }),
+    liveTail: createLiveTail({
+      store: parts.store,
+      settings: config.liveTail,
+      logger,
+      metrics: parts.metrics,
+      stored: parts.stored,
+      hidden: (event) => parts.suppressions.covers(event, () => event.device_id),
+    }),
     commands: perCommand<CommandHandler>((entry) =>
       createCommandHandler<CommandEntry>(entry, {
         publisher: parts.publisher,
@@ -154,7 +182,28 @@ export async function startRuntime(config: Config, logger: Logger, env: CommandE
       });
       closers.push(() => watch.stop());
     }
-    const ingestor = createEventIngestor({ store, schemas });
+    // Erasures are read before anything ingests or streams, and every ERASURE_POLL_MS after:
+    // a new one or a finished one drops the kept first pages, which may hold its events.
+    const erasureStore = await createErasureStore({ transport, layout: storeLayout(config), clickhouse: config.clickhouse });
+    probeClients.push(() => erasureStore.close());
+    const suppressions = await createErasureSuppressions({
+      store: erasureStore,
+      settings: config.erasure,
+      logger,
+      changed: () => firstPages?.invalidateAll(),
+      activeNow: (count) => metrics.erasuresActive.set(count),
+    });
+    closers.push(() => suppressions.stop());
+    const erasure: RuntimeErasure = {
+      erase: (request, progress) => runErasure(request, { store: erasureStore, settings: config.erasure, progress, inFlightMs: config.clickhouse?.requestTimeoutMs }),
+      store: erasureStore,
+      suppressions,
+    };
+    const ingestor = createEventIngestor({
+      store,
+      schemas,
+      suppression: { covers: (head, deviceOf) => suppressions.covers(head, deviceOf), dropped: (count) => metrics.erasureSuppressed.inc(count) },
+    });
     // Every process runs it: a drop is a no-op for a month already gone, so processes racing cost nothing.
     const retention = await createRetention({ transport, layout: storeLayout(config), settings: config.retention, clickhouse: config.clickhouse, registry: metrics.registry, logger });
     closers.push(() => retention.close());
@@ -193,7 +242,7 @@ export async function startRuntime(config: Config, logger: Logger, env: CommandE
       closers.push(() => publisher.close());
       const idempotency = await openIdempotencyStore(transport, config);
       logger.info({ compareAndSet: idempotency.compareAndSet }, idempotency.compareAndSet ? 'Idempotency-Key records in KeeperMap' : 'Idempotency-Key records in the idempotency_keys table');
-      api = apiDependencies(config, logger, env, { idempotency, store, publisher, schemas, metrics, stored, firstPages });
+      api = apiDependencies(config, logger, env, { idempotency, store, publisher, schemas, metrics, stored, firstPages, suppressions });
     }
     const separateOps = config.opsPort !== undefined;
     let ops: HttpServer | undefined;
@@ -224,7 +273,7 @@ export async function startRuntime(config: Config, logger: Logger, env: CommandE
       { url, role: config.role, store: transport.kind, bus: config.kafka === undefined ? 'in-process' : 'kafka' },
       'core-gateway started',
     );
-    return { url, opsUrl, ingestor, retention, close };
+    return { url, opsUrl, ingestor, retention, erasure, close };
   } catch (error) {
     await close().catch(() => undefined);
     throw error;

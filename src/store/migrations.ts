@@ -1,3 +1,4 @@
+import { ERASURES_COLUMNS, ERASURES_ORDER, ERASURES_TABLE } from './erasures-table.js';
 import { DEVICE_EVENTS_TABLE, DEVICE_SPANS_COLUMNS, DEVICE_SPANS_ORDER, DEVICE_SPANS_TABLE, deviceEventsSelect, deviceSpansSelect } from './device-events.js';
 import { EVENT_SPANS_COLUMNS, EVENT_SPANS_ORDER, eventSpansSelect } from './event-spans.js';
 import type { SqlTransport } from './sql-transport.js';
@@ -143,6 +144,15 @@ const TABLES: readonly TableSpec[] = [
     engine: { family: 'MergeTree', args: '' },
     clauses: 'ORDER BY (topic, logged_at, command_id)',
     shardingKey: 'cityHash64(command_id)',
+  },
+  // Erasures of a tenant's data, their audit and their suppression (src/store/clickhouse-erasure.ts,
+  // docs/decisions/erasure.md): a few rows, every version of one erasure on its organization's shard.
+  {
+    name: ERASURES_TABLE,
+    columns: ERASURES_COLUMNS,
+    engine: { family: 'ReplacingMergeTree', args: 'updated_at' },
+    clauses: ERASURES_ORDER,
+    shardingKey: 'cityHash64(org_id)',
   },
 ];
 

@@ -12,8 +12,8 @@ import ts from 'typescript';
  */
 const LAYERS: readonly (readonly string[])[] = [
   ['.'],
-  // The operator's dead-letter command: a process of its own, beside the gateway's entry.
-  ['dead-letters'],
+  // The operator's dead-letter and erasure commands: processes of their own, beside the gateway's entry.
+  ['dead-letters', 'erasure'],
   ['runtime'],
   ['config'],
   ['openapi', 'asyncapi'],

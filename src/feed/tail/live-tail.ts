@@ -8,6 +8,7 @@ import type { StoredBatches } from '../stored-batches.js';
 import { createTailCaps } from './tail-caps.js';
 import { catchUp } from './tail-catch-up.js';
 import { createTailFanOut } from './tail-fan-out.js';
+import { hidingFrom, type HiddenEvent } from './tail-hiding.js';
 import { projectKey } from './tail-matching.js';
 import { SHUTDOWN_NOTICE, shuttingDown } from './tail-notices.js';
 import type { TailStream } from './tail-stream.js';
@@ -33,8 +34,11 @@ export function createLiveTail(deps: {
   metrics?: LiveTailMetrics | undefined;
   /** Where this process ingests: its inserts, so the shared read follows them past the horizon (shared-poller.ts). */
   stored?: StoredBatches | undefined;
+  /** Events no stream may carry: those of an erased scope (tail-hiding.ts). */
+  hidden?: HiddenEvent | undefined;
 }): LiveTail {
-  const { store, settings, logger, metrics } = deps;
+  const { settings, logger, metrics } = deps;
+  const store = deps.hidden === undefined ? deps.store : hidingFrom(deps.store, deps.hidden);
   const caps = createTailCaps(settings);
   const open = new Map<TailStream, Promise<void>>();
   const closed = new AbortController();

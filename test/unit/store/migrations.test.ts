@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { backfills, migrationStatements, monthsBetween } from '../../../src/store/migrations.js';
 
-const TABLES = ['events', 'events_by_device', 'device_spans', 'event_spans', 'idempotency_keys', 'command_log'];
+const TABLES = ['events', 'events_by_device', 'device_spans', 'event_spans', 'idempotency_keys', 'command_log', 'erasures'];
 /** Each node's own record of the backfills it ran, created after the tables and the view. */
 const LEDGER = 'store_backfills';
 const CREATED = /^CREATE TABLE IF NOT EXISTS (\w+)/;

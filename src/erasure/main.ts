@@ -1,0 +1,63 @@
+import { ConfigError, loadConfig } from '../config/config.js';
+import { createLogger } from '../observability/logger.js';
+import { openStore, storeLayout } from '../runtime/store-runtime.js';
+import { createErasureStore } from '../store/clickhouse-erasure.js';
+import { runErasure } from '../store/erasure-run.js';
+import { ERASE_USAGE, EraseUsageError, parseEraseArguments, type EraseCommand } from './erase-arguments.js';
+import { auditReport, progressLine } from './erase-progress.js';
+
+/**
+ * The operator's erasure command (docs/decisions/erasure.md): an operator's process with the
+ * gateway's own store settings, not an HTTP route, so no token can erase a tenant and the
+ * audit names the operator who ran it. Progress goes to stderr, the audit record to stdout.
+ */
+async function main(args: readonly string[]): Promise<number> {
+  let command: EraseCommand;
+  let config;
+  try {
+    command = parseEraseArguments(args);
+    if (command.kind === 'help') {
+      console.log(ERASE_USAGE);
+      return 0;
+    }
+    config = loadConfig(process.env);
+  } catch (error) {
+    if (error instanceof EraseUsageError) {
+      console.error(`erase: ${error.message}\n${ERASE_USAGE}`);
+      return 2;
+    }
+    if (error instanceof ConfigError) {
+      console.error(`erase: invalid configuration: ${error.message}`);
+      return 2;
+    }
+    throw error;
+  }
+  const logger = createLogger(process.env['LOG_LEVEL'] ?? 'warn', process.stderr);
+  // The gateway's own opening: the tables migrated, the erasures table among them.
+  const transport = await openStore(config);
+  const store = await createErasureStore({ transport, layout: storeLayout(config), clickhouse: config.clickhouse });
+  try {
+    const outcome = await runErasure(command, {
+      store,
+      settings: config.erasure,
+      progress: (step) => console.error(progressLine(step)),
+      inFlightMs: config.clickhouse?.requestTimeoutMs,
+    });
+    console.log(auditReport(outcome.record, outcome));
+    return 0;
+  } catch (error) {
+    logger.error({ err: error }, 'erasure stopped; run the same command again to resume it');
+    return 1;
+  } finally {
+    await store.close();
+    await transport.close();
+  }
+}
+
+main(process.argv.slice(2)).then(
+  (code) => process.exit(code),
+  (error: unknown) => {
+    console.error('erase: failed:', error);
+    process.exit(1);
+  },
+);
