@@ -1,5 +1,5 @@
 import { ConfigError } from '../settings/config-error.js';
-import { integer, optional, setAmong, type Env } from '../settings/env.js';
+import { httpUrl, integer, optional, setAmong, type Env } from '../settings/env.js';
 import { secretVariable } from '../settings/file-variables.js';
 import type { JwksSource } from './jwks-keys.js';
 
@@ -28,18 +28,6 @@ export interface TokenRulesConfig {
 const MIN_HS256_SECRET_BYTES = 32;
 
 const JWKS_SETTINGS = ['AUTH_JWKS_TIMEOUT_MS', 'AUTH_JWKS_COOLDOWN_MS', 'AUTH_JWKS_MAX_AGE_MS'] as const;
-
-/** The variable `name`'s value as an http(s) URL, or the line that stops the process. */
-function httpUrl(name: string, raw: string): URL {
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw new ConfigError(name, 'is not a URL');
-  }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new ConfigError(name, 'must be http(s)');
-  return url;
-}
 
 /** AUTH_OIDC_ISSUER: an http(s) URL with no query or fragment (OpenID Connect Discovery 1.0, section 2). */
 function parseOidcIssuer(env: Env): string | undefined {

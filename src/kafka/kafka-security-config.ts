@@ -1,4 +1,4 @@
-import { flag, optional, setAmong, type Env } from '../settings/env.js';
+import { flag, httpUrl, optional, setAmong, type Env } from '../settings/env.js';
 import { ConfigError } from '../settings/config-error.js';
 import { certificatesFile, fileVariable, privateKeyFile, secretVariable } from '../settings/file-variables.js';
 
@@ -114,13 +114,7 @@ function parseOAuth(env: Env): KafkaSaslConfig {
   if (tokenUrl === undefined) {
     throw new ConfigError('KAFKA_SASL_OAUTH_TOKEN_URL', 'or KAFKA_SASL_OAUTH_TOKEN_FILE is required with KAFKA_SASL_MECHANISM=oauthbearer');
   }
-  let url: URL;
-  try {
-    url = new URL(tokenUrl);
-  } catch {
-    throw new ConfigError('KAFKA_SASL_OAUTH_TOKEN_URL', 'is not a URL');
-  }
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new ConfigError('KAFKA_SASL_OAUTH_TOKEN_URL', 'must be an https:// (or http://) URL');
+  const url = httpUrl('KAFKA_SASL_OAUTH_TOKEN_URL', tokenUrl);
   const clientId = optional(env, 'KAFKA_SASL_OAUTH_CLIENT_ID');
   if (clientId === undefined) throw new ConfigError('KAFKA_SASL_OAUTH_CLIENT_ID', 'is required with KAFKA_SASL_OAUTH_TOKEN_URL');
   const clientSecret = secretVariable(env, 'KAFKA_SASL_OAUTH_CLIENT_SECRET');

@@ -54,3 +54,20 @@ export function list(env: Env, name: string): string[] | undefined {
   if (items.some((s) => s === '')) throw new ConfigError(name, `has an empty entry in "${raw}"`);
   return items;
 }
+
+/**
+ * `raw`, the value of `name` (or, with `item`, that item of its list), as an http(s) URL,
+ * or the line that stops the process. The value itself is not in the line: a URL may hold
+ * a password.
+ */
+export function httpUrl(name: string, raw: string, item?: string): URL {
+  const which = item === undefined ? '' : `item ${item} `;
+  let url: URL;
+  try {
+    url = new URL(raw);
+  } catch {
+    throw new ConfigError(name, `${which}is not a URL`);
+  }
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new ConfigError(name, `${which}must be an http:// or https:// URL`);
+  return url;
+}

@@ -1,5 +1,5 @@
 import { ConfigError } from '../settings/config-error.js';
-import { integer, list, optional, type Env } from '../settings/env.js';
+import { httpUrl, integer, list, optional, type Env } from '../settings/env.js';
 import { certificatesFile, secretVariable } from '../settings/file-variables.js';
 
 export interface ClickHouseConfig {
@@ -36,15 +36,7 @@ export interface ClickHouseConfig {
 export function parseClickHouse(env: Env): ClickHouseConfig | undefined {
   const raw = optional(env, 'CLICKHOUSE_URL');
   if (raw === undefined) return undefined;
-  let url: URL;
-  try {
-    url = new URL(raw);
-  } catch {
-    throw new ConfigError('CLICKHOUSE_URL', 'is not a URL');
-  }
-  if (url.protocol !== 'http:' && url.protocol !== 'https:') {
-    throw new ConfigError('CLICKHOUSE_URL', 'must be an http:// or https:// URL');
-  }
+  const url = httpUrl('CLICKHOUSE_URL', raw);
   // Credentials and database may sit in the URL or beside it; the variables win.
   const username = optional(env, 'CLICKHOUSE_USER') ?? (url.username ? decodeURIComponent(url.username) : undefined);
   const password = secretVariable(env, 'CLICKHOUSE_PASSWORD') ?? (url.password ? decodeURIComponent(url.password) : undefined);
@@ -86,17 +78,7 @@ function parseCluster(env: Env): ClickHouseConfig['cluster'] {
     if (shardUrls !== undefined) throw new ConfigError('CLICKHOUSE_SHARD_URLS', 'applies only with CLICKHOUSE_CLUSTER');
     return undefined;
   }
-  for (const shardUrl of shardUrls ?? []) {
-    let parsed: URL;
-    try {
-      parsed = new URL(shardUrl);
-    } catch {
-      throw new ConfigError('CLICKHOUSE_SHARD_URLS', `"${shardUrl}" is not a URL`);
-    }
-    if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') {
-      throw new ConfigError('CLICKHOUSE_SHARD_URLS', `"${shardUrl}" is not an http:// or https:// URL`);
-    }
-  }
+  (shardUrls ?? []).forEach((shardUrl, i) => httpUrl('CLICKHOUSE_SHARD_URLS', shardUrl, String(i + 1)));
   if (!/^[a-zA-Z_][a-zA-Z0-9_]*$/.test(name)) throw new ConfigError('CLICKHOUSE_CLUSTER', `"${name}" is not a plain cluster name`);
   if (replicated !== undefined && replicated !== 'true' && replicated !== 'false') {
     throw new ConfigError('CLICKHOUSE_CLUSTER_REPLICATED', `must be true or false, got "${replicated}"`);
