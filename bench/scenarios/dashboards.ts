@@ -35,7 +35,8 @@ const PAGE = 50;
 const SAMPLES = 1500;
 /** The gateway's default; the issue's bound on staleness is this plus a second. */
 const STREAM_SETTLE_MS = 2000;
-const KEPT_AGE_MS = 60_000;
+/** The gateway's default (src/config/config.ts): kept first pages on. */
+const KEPT_AGE_MS = 300_000;
 
 const liveTarget = (n: number) => {
   const p = n % PROJECTS;
@@ -81,6 +82,17 @@ export async function measureDashboards(ctx: BenchContext, settings: DashboardSe
   const scratch = mkdtempSync(join(tmpdir(), 'core-gateway-bench-dashboards-'));
   const specFile = join(scratch, 'spec.json');
   const resultFile = join(scratch, 'result.json');
+  /** The dashboards of `spec` polling for its seconds, from a process of their own; what they saw and the gateway's CPU meanwhile. */
+  const poll = async (spec: object) => {
+    writeFileSync(specFile, JSON.stringify(spec));
+    const clients = tsxProcess('bench/support/dashboard-clients.ts', [specFile, resultFile]);
+    try {
+      const [, cpu] = await withCpu(gateway.pid, () => clients.waitForOutput(/^\{"done":\d+\}$/m, (settings.seconds + 300) * 1000));
+      return { run: JSON.parse(readFileSync(resultFile, 'utf8')) as DashboardRun, cpu };
+    } finally {
+      await clients.stop();
+    }
+  };
   // The first gateway creates the schema and the topics; the history goes in behind it.
   let gateway = await dashboardGateway(ctx, database, topic, 0);
   try {
@@ -117,24 +129,25 @@ export async function measureDashboards(ctx: BenchContext, settings: DashboardSe
             samples: SAMPLES,
             limit: PAGE,
           };
+          // The dashboards open: each one's first answer is a store read wherever pages are
+          // kept, so as many reads as dashboards come at once. Reported, and not measured
+          // against the targets, which are about dashboards that stay open.
+          const opening = await poll(spec);
           const queriesBefore = await selectQueries(ctx.clickhouseUrl);
           const started = performance.now();
-          writeFileSync(specFile, JSON.stringify(spec));
-          const clients = tsxProcess('bench/support/dashboard-clients.ts', [specFile, resultFile]);
-          const [, cpu] = await withCpu(gateway.pid, () => clients.waitForOutput(/^\{"done":\d+\}$/m, (settings.seconds + 300) * 1000));
+          const { run, cpu } = await poll(spec);
           const seconds = (performance.now() - started) / 1000;
           // The count's own SELECT is left out.
           const queriesPerSecond = Number((((await selectQueries(ctx.clickhouseUrl)) - queriesBefore - 1) / seconds).toFixed(1));
-          await clients.stop();
           producing.abort();
           const produced = await sending;
-          const run = JSON.parse(readFileSync(resultFile, 'utf8')) as DashboardRun;
           const stale = await stalenessOfAll(ctx.clickhouseUrl, database, run.samples);
           const behind = stale.map((s) => s.behindMs);
           const missing = stale.filter((s) => s.missed > 0).length;
           const staleness = summarize([...behind]);
           const who = `${count.toLocaleString('en-US')} project + ${count.toLocaleString('en-US')} device dashboards, ${mode}`;
           const failed = Object.entries(run.failures).map(([status, n]) => `${n} × ${status}`).join(', ') || 'none';
+          const opened = `opening ${settings.seconds} s before (not counted): ${opening.run.pages} pages, p99 ${Math.round(opening.run.project.p99Ms)} ms project, ${Math.round(opening.run.device.p99Ms)} ms device, ${Object.values(opening.run.failures).reduce((n, f) => n + f, 0)} failed`;
           const common = `${run.pages} pages (${run.perSecond}/s), failed: ${failed}; ${produced} events produced; gateway ${cpu.processCores.toFixed(2)} cores, load generator ${run.generatorCores.toFixed(2)} of a core (polls at most ${run.maxLateMs} ms behind schedule; ${run.late} polls due while the last answer was out), machine ${Math.round(cpu.machineBusy * 100)}% busy`;
           for (const kind of ['project', 'device'] as const) {
             const k = run[kind];
@@ -148,7 +161,7 @@ export async function measureDashboards(ctx: BenchContext, settings: DashboardSe
               p999Ms: k.p999Ms,
               baseline: { name: 'SELECT 1 p99 (ms)', value: select1.p99Ms },
               target: 'p99 ≤ 100 ms',
-              note: `${k.pages} ${kind} pages; ${common}`,
+              note: `${k.pages} ${kind} pages; ${common}; ${opened}`,
             });
           }
           rows.push({

@@ -103,6 +103,15 @@ function isProduction(env: Env): boolean {
   return value === 'production' || value === 'prod';
 }
 
+/**
+ * Five minutes. A kept page is brought up to date with every write the watch or the
+ * process's own inserts show, so the age bounds only what no write shows (a month that
+ * retention drops, a row deleted by hand), and a polled page is read again every 3¾
+ * minutes (REFRESH_AHEAD_SHARE of it) however often it is polled: the store's reads for
+ * 1,000 polled pages are 4.4 a second (docs/decisions/dashboard-polling.md).
+ */
+const DEFAULT_FIRST_PAGE_MAX_AGE_MS = 300_000;
+
 export function loadConfig(env: Env): Config {
   const role = parseRole(env);
   const brokers = parseBrokers(env);
@@ -147,8 +156,9 @@ export function loadConfig(env: Env): Config {
     http: parseHttpServer(env),
     rateLimit: parseRateLimit(env),
     shutdownGraceMs: integer(env, 'SHUTDOWN_GRACE_MS', 10_000, 0, 600_000),
-    // Off unless set: a kept page shows other processes' writes up to STREAM_SETTLE_MS + 2 × STREAM_POLL_MS late (docs/decisions/feed-first-page-cache.md).
-    feedFirstPageMaxAgeMs: integer(env, 'FEED_FIRST_PAGE_MAX_AGE_MS', 0, 0, 60_000),
+    // On: polled first pages are served from memory, showing other processes' writes up to
+    // STREAM_SETTLE_MS + 2 × STREAM_POLL_MS late (docs/decisions/dashboard-polling.md).
+    feedFirstPageMaxAgeMs: integer(env, 'FEED_FIRST_PAGE_MAX_AGE_MS', DEFAULT_FIRST_PAGE_MAX_AGE_MS, 0, 3_600_000),
     feedBatchesInFlight: integer(env, 'FEED_BATCHES_IN_FLIGHT', PAGE_BATCHING.inFlight, 0, 64),
     ingest: parseIngest(env),
     liveTail: parseLiveTail(env),

@@ -3,6 +3,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { freePort, repoRoot } from './processes.js';
+import { KEEP_NO_FIRST_PAGES } from './first-pages-env.js';
 import { waitFor } from './wait-for.js';
 
 export interface Exit {
@@ -31,7 +32,7 @@ export async function startGatewayProcess(env: Record<string, string>): Promise<
   const dataDir = mkdtempSync(join(tmpdir(), 'core-gateway-process-'));
   const child: ChildProcess = spawn(process.execPath, ['--import', 'tsx', 'src/main.ts'], {
     cwd: repoRoot,
-    env: { PATH: process.env.PATH, HOME: process.env.HOME, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'info', ...env },
+    env: { PATH: process.env.PATH, HOME: process.env.HOME, PORT: String(port), HOST: '127.0.0.1', DATA_DIR: dataDir, LOG_LEVEL: 'info', ...KEEP_NO_FIRST_PAGES, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let output = '';

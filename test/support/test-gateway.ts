@@ -9,6 +9,7 @@ import { createLogger } from '../../src/observability/logger.js';
 import { startRuntime, type Runtime } from '../../src/runtime/gateway-runtime.js';
 import { hs256Token, uuid, type TokenOptions } from './factories.js';
 import { request, type HttpResponse, type RequestOptions } from './http-client.js';
+import { KEEP_NO_FIRST_PAGES } from './first-pages-env.js';
 
 /** One tenant of the gateway: an organization and a project no other test uses. */
 export interface Tenant {
@@ -43,7 +44,8 @@ export async function startTestGateway(extraEnv: Record<string, string> = {}): P
   const secret = randomBytes(32).toString('hex');
   // Every test connects from 127.0.0.1, and many send bad tokens on purpose: the limit on
   // failed authentications per address is off unless a test sets it (test/integration/api/adversarial/).
-  const env = { PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, AUTH_JWT_SECRET: secret, LOG_LEVEL: process.env.TEST_GATEWAY_LOG_LEVEL || 'silent', AUTH_FAILURES_PER_MINUTE: '0', ...extraEnv };
+  // Kept first pages too (KEEP_NO_FIRST_PAGES).
+  const env = { PORT: '0', HOST: '127.0.0.1', DATA_DIR: dataDir, AUTH_JWT_SECRET: secret, LOG_LEVEL: process.env.TEST_GATEWAY_LOG_LEVEL || 'silent', AUTH_FAILURES_PER_MINUTE: '0', ...KEEP_NO_FIRST_PAGES, ...extraEnv };
   const config = loadConfig(env);
   const logger = createLogger(config.logLevel);
   let runtime = await startRuntime(config, logger).catch((error: unknown) => {

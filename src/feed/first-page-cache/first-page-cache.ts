@@ -14,13 +14,15 @@ export interface PageOwner {
  * project's newest events do not each read the store
  * (docs/decisions/feed-first-page-cache.md). What a reader may see:
  * - a page whose store read began at most `maxAgeMs` ago;
- * - never a page read before this process's own last write of that project completed:
- *   a write drops the project's pages, and a read in flight when it lands is not kept;
+ * - never a page without this process's own last write of that project: a write told
+ *   with its events (`written`, followOwnWrites) brings the project's pages and reads in
+ *   flight up to date, one told without them (`invalidate`) drops the pages, and a read
+ *   in flight when it lands is not kept;
  * - with `watched`, a page only while a watch of the store's writes
  *   (src/feed/first-page-cache/first-page-watch.ts) follows every process's writes: the cache keeps
  *   nothing read before the watch first `see`s, and serves nothing while it is `blind`
- *   or past what its last `see` vouched for. Writes it reports drop their projects'
- *   pages as this process's own do, or bring them up to date (`written`). A blind spell
+ *   or past what its last `see` vouched for. Writes it reports bring their projects'
+ *   pages up to date (`written`), or drop them where it names only the projects. A blind spell
  *   drops no page and no read in flight: the watch's windows leave no gap (and it drops
  *   every page where its store's clock stepped back), so the poll that ends the spell
  *   reports every project written during it, and the watch `see`s again only after a
@@ -483,8 +485,8 @@ export const MAX_KEPT_PAGES = 10_000;
 export const MAX_KEPT_EVENTS = 201_000;
 
 /**
- * The feed's first pages this process keeps, dropped on its own writes and on every
- * other process's as a watch of the store sees them (src/feed/first-page-cache/first-page-watch.ts, which
+ * The feed's first pages this process keeps, brought up to date by its own inserts and by
+ * every other process's as a watch of the store sees them (src/feed/first-page-cache/first-page-watch.ts, which
  * the runtime starts): none where it serves no feed (ROLE=consumer) or may keep none
  * (FEED_FIRST_PAGE_MAX_AGE_MS=0), since following every write for a cache nobody reads
  * cost a consumer 6.6% of its CPU.

@@ -136,8 +136,14 @@ describe('the production shape: two gateways, a consumer, a broker and ClickHous
     }
     await waitFor('the consumer past every event', () => committedToEnd(kafka, stack.consumerGroup, stack.topics.events), 60_000, 250);
 
-    const ids = (await wholeFeed(stack, tenant)).map((e) => e.id);
     const produced = new Set(events.produced);
+    // The gateways keep polled first pages (the default), which show the consumer's writes
+    // within STREAM_SETTLE_MS + 2 × STREAM_POLL_MS of its commit, not at once.
+    const ids = await waitFor('every produced event in the feed', async () => {
+      const read = (await wholeFeed(stack, tenant)).map((e) => e.id);
+      const inFeed = new Set(read);
+      return [...produced].every((id) => inFeed.has(id)) ? read : undefined;
+    }, 30_000, 250);
     expect(produced.size, 'distinct ids produced').to.equal(events.produced.length);
     expect(ids.length - new Set(ids).size, 'ids that appear more than once across the pages').to.equal(0);
     const inFeed = new Set(ids);

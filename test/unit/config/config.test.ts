@@ -159,6 +159,13 @@ describe('loadConfig', () => {
     expect(() => loadConfig({ FEED_BATCHES_IN_FLIGHT: '65' })).to.throw('FEED_BATCHES_IN_FLIGHT: must be between 0 and 64, got 65');
   });
 
+  it('keeps polled first pages for five minutes unless told, none at 0, at most an hour', () => {
+    expect(loadConfig({}).feedFirstPageMaxAgeMs).to.equal(300_000);
+    expect(loadConfig({ FEED_FIRST_PAGE_MAX_AGE_MS: '0' }).feedFirstPageMaxAgeMs).to.equal(0);
+    expect(loadConfig({ FEED_FIRST_PAGE_MAX_AGE_MS: '3600000' }).feedFirstPageMaxAgeMs).to.equal(3_600_000);
+    expect(() => loadConfig({ FEED_FIRST_PAGE_MAX_AGE_MS: '3600001' })).to.throw('FEED_FIRST_PAGE_MAX_AGE_MS: must be between 0 and 3600000, got 3600001');
+  });
+
   it('reads the live tail settings, with their defaults', () => {
     expect(loadConfig({}).liveTail).to.deep.equal({
       settleMs: 2000,
