@@ -107,7 +107,7 @@ export async function readToEnd(kafka: Kafka, topics: readonly string[], timeout
   }
 }
 
-/** Another service publishing events without pause until stop(); `produced` holds the ids of acknowledged sends. */
+/** Another service publishing without pause until stop(); `produced` holds what its acknowledged sends name. */
 export interface ContinuousProducer {
   readonly produced: readonly string[];
   /** Throws what made the producer fail, if it failed; probes call it so a failure is reported, not waited out. */
@@ -115,36 +115,19 @@ export interface ContinuousProducer {
   stop(): Promise<void>;
 }
 
-const EVENTS_PER_SEND = 10;
-// The publishing service's pace (200 events/s), not a wait for anything: every wait in
-// the tests is on a condition.
-const SEND_EVERY_MS = 50;
-
-export function produceContinuously(producer: Producer, topic: string, base: Pick<CanonicalEvent, 'org_id' | 'project_id'>): ContinuousProducer {
+/**
+ * Calls `send` round after round, `pauseMs` apart, until stop(); each round's names go to
+ * `produced` once `send` resolves (its messages acknowledged). A failed send ends the
+ * loop, and check() and stop() throw it as `what` failed.
+ */
+export function sendContinuously(what: string, send: (round: number) => Promise<readonly string[]>, pauseMs = 0): ContinuousProducer {
   const produced: string[] = [];
-  const firstAt = Date.parse('2026-03-01T00:00:00Z');
   let running = true;
   let failure: unknown;
-  const send = async () => {
-    // One millisecond apart, so the feed's order is the order of production.
-    const events = Array.from({ length: EVENTS_PER_SEND }, (_, i) =>
-      canonicalEvent({ ...base, occurred_at: new Date(firstAt + produced.length + i).toISOString() }),
-    );
-    await producer.send({
-      topic,
-      acks: -1,
-      messages: events.map((e) => ({
-        key: e.device_id ?? e.project_id,
-        value: JSON.stringify(e),
-        headers: { 'content-type': 'application/json', schema: 'canonical-event.schema.json', 'schema-version': '1' },
-      })),
-    });
-    produced.push(...events.map((e) => e.id));
-  };
   const loop = (async () => {
-    while (running) {
-      await send();
-      await pause(SEND_EVERY_MS);
+    for (let round = 0; running; round += 1) {
+      produced.push(...(await send(round)));
+      if (pauseMs > 0) await pause(pauseMs);
     }
   })().catch((error: unknown) => {
     failure = error;
@@ -152,7 +135,7 @@ export function produceContinuously(producer: Producer, topic: string, base: Pic
   return {
     produced,
     check() {
-      if (failure !== undefined) throw new Error('the event producer failed', { cause: failure });
+      if (failure !== undefined) throw new Error(`${what} failed`, { cause: failure });
     },
     async stop() {
       running = false;
@@ -160,4 +143,34 @@ export function produceContinuously(producer: Producer, topic: string, base: Pic
       this.check();
     },
   };
+}
+
+const EVENTS_PER_SEND = 10;
+// The publishing service's pace (200 events/s), not a wait for anything: every wait in
+// the tests is on a condition.
+const SEND_EVERY_MS = 50;
+
+/** Another service publishing events to the topic at its pace until stop(); `produced` holds the ids of acknowledged sends. */
+export function produceContinuously(producer: Producer, topic: string, base: Pick<CanonicalEvent, 'org_id' | 'project_id'>): ContinuousProducer {
+  const firstAt = Date.parse('2026-03-01T00:00:00Z');
+  return sendContinuously(
+    'the event producer',
+    async (round) => {
+      // One millisecond apart, so the feed's order is the order of production.
+      const events = Array.from({ length: EVENTS_PER_SEND }, (_, i) =>
+        canonicalEvent({ ...base, occurred_at: new Date(firstAt + round * EVENTS_PER_SEND + i).toISOString() }),
+      );
+      await producer.send({
+        topic,
+        acks: -1,
+        messages: events.map((e) => ({
+          key: e.device_id ?? e.project_id,
+          value: JSON.stringify(e),
+          headers: { 'content-type': 'application/json', schema: 'canonical-event.schema.json', 'schema-version': '1' },
+        })),
+      });
+      return events.map((e) => e.id);
+    },
+    SEND_EVERY_MS,
+  );
 }

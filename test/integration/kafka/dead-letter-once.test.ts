@@ -8,7 +8,7 @@ import { createGatewayMetrics } from '../../../src/metrics/gateway-metrics.js';
 import { createLogger } from '../../../src/observability/logger.js';
 import { canonicalEvent } from '../../support/factories.js';
 import { startGatewayProcess, type GatewayProcess } from '../../support/gateway-process.js';
-import { committedOffsets, committedToEnd, readToEnd, topicEnds } from '../../support/kafka-topics.js';
+import { committedOffsets, committedToEnd, readToEnd, sendContinuously, topicEnds } from '../../support/kafka-topics.js';
 import { storeEnvironment } from '../../support/stores.js';
 import { waitFor } from '../../support/wait-for.js';
 import { consumerProcessSetup } from './ingest-group.js';
@@ -66,34 +66,26 @@ const caughtUp = (s: KafkaSuite, own: OwnTopic) => waitFor(`${own.groupId} commi
 const committedTotal = async (kafka: Kafka, groupId: string, topic: string): Promise<bigint> =>
   [...(await committedOffsets(kafka, groupId, topic)).values()].reduce((sum, offset) => sum + (offset > 0n ? offset : 0n), 0n);
 
-/** Poison, with a valid event now and then, sent without pause to every partition until stop(); `names` holds the poison's acknowledged keys. */
-function streamPoison(kafka: Kafka, topic: string, base: { org_id: string; project_id: string }) {
-  const names: string[] = [];
-  let running = true;
-  let failure: unknown;
+/** Poison, with a valid event now and then, sent without pause to every partition until stop(); `produced` holds the poison's acknowledged keys. */
+async function streamPoison(kafka: Kafka, topic: string, base: { org_id: string; project_id: string }) {
   const producer = kafka.producer();
-  const loop = (async () => {
-    await producer.connect();
-    for (let round = 0; running; round += 1) {
-      const batch = Array.from({ length: 6 }, (_, i) => poison(`killed-${round}-${i}`));
-      const event = canonicalEvent(base);
-      // Keyed, so the letters spread over the partitions as a producer's keys do.
-      await producer.send({ topic, acks: -1, messages: [...batch, { key: event.device_id!, value: JSON.stringify(event) }] });
-      names.push(...batch.map((m) => m.key));
-    }
-  })().catch((error: unknown) => {
-    failure = error;
+  await producer.connect();
+  const stream = sendContinuously('the poison producer', async (round) => {
+    const batch = Array.from({ length: 6 }, (_, i) => poison(`killed-${round}-${i}`));
+    const event = canonicalEvent(base);
+    // Keyed, so the letters spread over the partitions as a producer's keys do.
+    await producer.send({ topic, acks: -1, messages: [...batch, { key: event.device_id!, value: JSON.stringify(event) }] });
+    return batch.map((m) => m.key);
   });
   return {
-    names,
-    check() {
-      if (failure !== undefined) throw new Error('the poison producer failed', { cause: failure });
-    },
+    produced: stream.produced,
+    check: () => stream.check(),
     async stop() {
-      running = false;
-      await loop;
-      await producer.disconnect();
-      this.check();
+      try {
+        await stream.stop();
+      } finally {
+        await producer.disconnect();
+      }
     },
   };
 }
@@ -120,7 +112,7 @@ describeOnEachStore('dead letters written once', function (suite, store) {
     const tenant = s.gateway.tenant();
     let consumer = await startGatewayProcess(env);
     processes.push(consumer);
-    const stream = streamPoison(s.kafka, topic, { org_id: tenant.orgId, project_id: tenant.projectId });
+    const stream = await streamPoison(s.kafka, topic, { org_id: tenant.orgId, project_id: tenant.projectId });
     try {
       let reached = 0n;
       for (let kill = 1; kill <= 3; kill += 1) {
@@ -145,10 +137,10 @@ describeOnEachStore('dead letters written once', function (suite, store) {
     // the kills left open would hold the read back, and fail it.
     const committed = new Map<string, number>();
     for (const { key } of await readToEnd(s.kafka, [deadLetterTopic])) committed.set(key ?? '', (committed.get(key ?? '') ?? 0) + 1);
-    expect(committed.size, 'letters of every poison message').to.equal(stream.names.length);
+    expect(committed.size, 'letters of every poison message').to.equal(stream.produced.length);
     const twice = [...committed].filter(([, count]) => count !== 1);
     expect(twice, 'letters written more than once').to.deep.equal([]);
-    expect([...committed.keys()].sort()).to.deep.equal([...stream.names].sort());
+    expect([...committed.keys()].sort()).to.deep.equal([...stream.produced].sort());
   });
 
   it('a consumer that died between its dead-letter send and its commit: each letter once for read_committed readers', async () => {
