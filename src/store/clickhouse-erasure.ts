@@ -160,7 +160,7 @@ export async function createErasureStore(options: ErasureStoreOptions): Promise<
     async save(record) {
       const s = record.scope;
       await transport.command(
-        `INSERT INTO ${ERASURES_TABLE}${insertSettings} (erasure_id, org_id, project_id, device_id, requested_by, reason, status, requested_at, started_at, finished_at, events_removed, suppress_until, updated_at)
+        `INSERT INTO ${ERASURES_TABLE} (erasure_id, org_id, project_id, device_id, requested_by, reason, status, requested_at, started_at, finished_at, events_removed, suppress_until, updated_at)${insertSettings}
         VALUES ({id:UUID}, {org:UUID}, {project:Nullable(UUID)}, {device:Nullable(UUID)}, {by:String}, {reason:String}, {status:String},
           fromUnixTimestamp64Milli({requested:Int64}, 'UTC'), fromUnixTimestamp64Milli({started:Int64}, 'UTC'),
           if(isNull({finished:Nullable(Int64)}), NULL, fromUnixTimestamp64Milli(assumeNotNull({finished:Nullable(Int64)}), 'UTC')),
