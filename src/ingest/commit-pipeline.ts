@@ -26,6 +26,13 @@
  * fence releases every waiting handler with `false`, so a rebalance is never held up
  * behind a store that cannot take more.
  *
+ * Above both, the byte budget (`buffered`, INGEST_MAX_BUFFERED_BYTES) bounds what the
+ * admitted and not yet committed batches cost the process's memory, in bytes: their
+ * values, and MESSAGE_OVERHEAD_BYTES for each message beside its value (`bufferedBytes`).
+ * The event and value bounds count what an insert carries; this one counts what the
+ * process holds, which for small events is more the objects around a value than the value
+ * (docs/decisions/ingest-memory-bound.md).
+ *
  * Between a rebalance's start (`fence`) and this member's join of the next generation
  * (`joined`), nothing is admitted: a batch handed over then (a fetch answered late, a
  * fence our own heartbeat learned of before kafkajs did) would start a chain whose commit
@@ -41,6 +48,25 @@ export interface Load {
   /** Bytes of its message values. */
   readonly bytes: number;
 }
+
+/** The pipeline's bounds: `events` and `bytes` in flight, and the byte budget of what is held. */
+export interface PipelineBounds extends Load {
+  /** Most bytes (bufferedBytes) of the batches admitted and not yet committed; unbounded unless set. */
+  readonly buffered?: number;
+}
+
+/**
+ * What one fetched message holds in the process's memory beside its value, in bytes: the
+ * kafkajs message and its buffers' views, its offset and timestamp strings, its key, our
+ * wrapper, the rest of the fetch response its value is a slice of, and its share of the
+ * rows and the request body while its insert runs. From the backlog bench (telemetry of
+ * about 450-byte values, 2026-11-29): a draining consumer's heap and external buffers,
+ * less its values, came to about this much for each message held (docs/decisions/ingest-memory-bound.md).
+ */
+export const MESSAGE_OVERHEAD_BYTES = 2048;
+
+/** What a load costs the process's memory, as the byte budget counts it. */
+export const bufferedBytes = (load: Load): number => load.bytes + load.events * MESSAGE_OVERHEAD_BYTES;
 
 export interface CommitPipeline {
   /**
@@ -75,6 +101,8 @@ export interface CommitPipeline {
   inFlight(): Load;
   /** What is admitted and not yet committed (or failed, or fenced off). */
   held(): Load;
+  /** What the batches admitted and not yet committed cost in memory (bufferedBytes), what the byte budget bounds. */
+  buffered(): number;
   /**
    * Partitions of the current generation that wait for a commit: whose oldest uncommitted
    * batch has waited longer than `stallMs`, or whose chain broke (a link failed without a
@@ -103,7 +131,8 @@ interface PartitionProgress {
 /** How many times the in-flight bounds the batches admitted and not yet committed may hold. */
 export const HELD_PER_IN_FLIGHT = 2;
 
-export function createCommitPipeline(bounds: Load, now: () => number = () => performance.now()): CommitPipeline {
+export function createCommitPipeline(bounds: PipelineBounds, now: () => number = () => performance.now()): CommitPipeline {
+  const budget = bounds.buffered ?? Infinity;
   let events = 0;
   let bytes = 0;
   let heldEvents = 0;
@@ -116,10 +145,14 @@ export function createCommitPipeline(bounds: Load, now: () => number = () => per
   const links = new Set<Promise<void>>();
   const progress = new Map<string, PartitionProgress>();
 
-  // A batch always fits when nothing is in flight (or held), however large.
+  // A batch always fits when nothing is in flight (or held), however large: a batch above
+  // the budget is taken alone rather than never.
   const fits = (load: Load) =>
     (events === 0 || (events + load.events <= bounds.events && bytes + load.bytes <= bounds.bytes)) &&
-    (heldEvents === 0 || (heldEvents + load.events <= HELD_PER_IN_FLIGHT * bounds.events && heldBytes + load.bytes <= HELD_PER_IN_FLIGHT * bounds.bytes));
+    (heldEvents === 0 ||
+      (heldEvents + load.events <= HELD_PER_IN_FLIGHT * bounds.events &&
+        heldBytes + load.bytes <= HELD_PER_IN_FLIGHT * bounds.bytes &&
+        bufferedBytes({ events: heldEvents + load.events, bytes: heldBytes + load.bytes }) <= budget));
   const take = (load: Load) => {
     events += load.events;
     bytes += load.bytes;
@@ -240,6 +273,7 @@ export function createCommitPipeline(bounds: Load, now: () => number = () => per
     admitting: () => admitting,
     inFlight: () => ({ events, bytes }),
     held: () => ({ events: heldEvents, bytes: heldBytes }),
+    buffered: () => bufferedBytes({ events: heldEvents, bytes: heldBytes }),
     stalled(stallMs) {
       const at = now();
       const out: { partition: string; waitingMs: number }[] = [];

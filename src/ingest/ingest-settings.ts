@@ -12,6 +12,12 @@ export interface IngestConfig {
   readonly maxInFlightEvents: number;
   /** Bytes of message values fetched and not yet stored, at most (INGEST_MAX_IN_FLIGHT_BYTES); fetching waits past it. */
   readonly maxInFlightBytes: number;
+  /**
+   * Bytes the fetched and not yet committed messages may cost the process's memory, their
+   * values and what each message holds beside its value (INGEST_MAX_BUFFERED_BYTES); fetching
+   * waits past it, and what one fetch asks for is derived from it.
+   */
+  readonly maxBufferedBytes: number;
   /** A partition with fetched events whose commit has not moved for this long is stalled: /metrics and /readyz say so (INGEST_STALL_MS). */
   readonly stallMs: number;
   /** Most bytes of one partition's records in one fetch, as the broker keeps them: compressed (INGEST_FETCH_PARTITION_BYTES). */
@@ -25,6 +31,11 @@ export interface IngestConfig {
    */
   readonly transactionalIdPrefix?: string | undefined;
 }
+
+/** INGEST_MAX_BUFFERED_BYTES unless set (docs/decisions/ingest-memory-bound.md). */
+export const DEFAULT_MAX_BUFFERED_BYTES = 256 * 1024 * 1024;
+/** Below this a budget holds less than one fetch of the default size, and draining crawls. */
+const MIN_BUFFERED_BYTES = 16 * 1024 * 1024;
 
 /** Room left under the broker's limit on a transactional id for `<topic>.<partition>` (a topic name is at most 249 characters). */
 const MAX_TRANSACTIONAL_ID_PREFIX = 200;
@@ -43,6 +54,10 @@ export function parseIngest(env: Env): IngestConfig {
     // Four inserts' worth keeps the store busy while kafkajs fetches the next ones.
     maxInFlightEvents: integer(env, 'INGEST_MAX_IN_FLIGHT_EVENTS', 4 * batchSize, 1, 10_000_000),
     maxInFlightBytes: integer(env, 'INGEST_MAX_IN_FLIGHT_BYTES', 4 * batchBytes, 64 * 1024, 8 * 1024 * 1024 * 1024),
+    // What a backlog may make the process hold: with a process's own 100 MB or so beside it,
+    // a consumer draining a backlog stays under 512 MB of resident memory at the drain rate
+    // of an unbounded one (docs/decisions/ingest-memory-bound.md, the backlog bench).
+    maxBufferedBytes: integer(env, 'INGEST_MAX_BUFFERED_BYTES', DEFAULT_MAX_BUFFERED_BYTES, MIN_BUFFERED_BYTES, 8 * 1024 * 1024 * 1024),
     // Six times the store retry's longest backoff (10 s): a sick store shows within a minute, a slow insert does not.
     stallMs: integer(env, 'INGEST_STALL_MS', 60_000, 1000, 86_400_000),
     // Counted compressed, as the broker stores it: why 1 MiB, in src/ingest/kafka-ingest-consumer.ts (fetchBytes).

@@ -49,6 +49,12 @@ export interface IngestConsumerOptions {
   readonly maxInFlightEvents: number;
   /** Most bytes of message values fetched and not yet stored; past it, fetching waits too. */
   readonly maxInFlightBytes: number;
+  /**
+   * Most bytes the fetched and not yet committed messages may cost in memory (INGEST_MAX_BUFFERED_BYTES,
+   * counted by bufferedBytes in commit-pipeline.ts); past it fetching waits, and it caps what one fetch asks for.
+   * Unbounded unless set.
+   */
+  readonly maxBufferedBytes?: number;
   /** A partition whose fetched events have waited this long for a commit is stalled (INGEST_STALL_MS). */
   readonly stallMs: number;
   /** Most bytes of one partition's records per fetch, compressed as stored: INGEST_FETCH_PARTITION_BYTES, or the largest record batch its topics accept if that is more. */
@@ -82,8 +88,13 @@ const BACKOFF_MS = { initial: 200, max: 10_000 };
  * eight partitions' shares in all, more than the default six partitions of a topic take,
  * below what the protocol's 32-bit field holds (a topic's limit may be far above 1 MiB).
  */
-function fetchBytes(partitionBytes: number) {
-  return { minBytes: 64 * 1024, maxBytesPerPartition: partitionBytes, maxBytes: Math.min(8 * partitionBytes, 2 ** 31 - 1) };
+export function fetchBytes(partitionBytes: number, bufferedBytes = Infinity) {
+  // A fetch is decoded whole before its batches wait for room under the byte budget, so
+  // what it brings is what the budget can be overrun by: at most an eighth of the budget,
+  // never less than one partition's share (a record batch must come whole). A compressed
+  // fetch decodes to several times its size, which the eighth leaves room for.
+  const maxBytes = Math.max(partitionBytes, Math.min(8 * partitionBytes, Math.floor(bufferedBytes / 8), 2 ** 31 - 1));
+  return { minBytes: Math.min(64 * 1024, maxBytes), maxBytesPerPartition: partitionBytes, maxBytes };
 }
 
 /**
@@ -174,7 +185,7 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
   const { metrics } = options;
   const formats = new Map(options.sources.map((s) => [s.topic, s.format]));
   const topics = [...formats.keys()];
-  const pipeline = createCommitPipeline({ events: options.maxInFlightEvents, bytes: options.maxInFlightBytes });
+  const pipeline = createCommitPipeline({ events: options.maxInFlightEvents, bytes: options.maxInFlightBytes, buffered: options.maxBufferedBytes ?? Infinity });
   let stopping = false;
   /** Partitions of the current assignment, by name: the label sets this member reports. */
   let assigned = new Set<string>();
@@ -272,7 +283,7 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
     groupId: options.groupId,
     topics,
     sessionTimeoutMs: options.sessionTimeoutMs,
-    fetch: fetchBytes(options.fetchPartitionBytes),
+    fetch: fetchBytes(options.fetchPartitionBytes, options.maxBufferedBytes),
     // Every assigned partition may wait in the same insert; 64 bounds the fan-in.
     run: { partitionsConsumedConcurrently: 64, eachBatch },
     onRebalance,
@@ -511,7 +522,7 @@ export function createIngestConsumer(options: IngestConsumerOptions): IngestCons
       await supervised.start();
       watch = setInterval(reportStalls, Math.min(1000, Math.max(100, Math.floor(options.stallMs / 4))));
       watch.unref();
-      logger.info({ topics, groupId: options.groupId, fetchPartitionBytes: options.fetchPartitionBytes }, 'ingest consumer running');
+      logger.info({ topics, groupId: options.groupId, fetchPartitionBytes: options.fetchPartitionBytes, maxBufferedBytes: options.maxBufferedBytes }, 'ingest consumer running');
     },
     async stop() {
       stopping = true;

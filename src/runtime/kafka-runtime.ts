@@ -122,6 +122,7 @@ export async function startIngestConsumer(
     batchWaitMs: config.ingest.batchWaitMs,
     maxInFlightEvents: config.ingest.maxInFlightEvents,
     maxInFlightBytes: config.ingest.maxInFlightBytes,
+    maxBufferedBytes: config.ingest.maxBufferedBytes,
     fetchPartitionBytes: fetchPartitionBytes(config.ingest.fetchPartitionBytes, opened.messageLimits, sources.map(({ topic }) => topic)),
     compression: config.kafka.compression,
     sessionTimeoutMs: config.kafka.sessionTimeoutMs,

@@ -2,7 +2,6 @@ import { resolve } from 'node:path';
 import type { IdempotencyStore } from '../commands/idempotency-store.js';
 import type { ClickHouseConfig, Config } from '../config/config.js';
 import { StartupError } from '../errors/startup-error.js';
-import { createChdbTransport } from '../store/chdb-transport.js';
 import { createClickHouseIdempotencyStore } from '../store/clickhouse-idempotency-store.js';
 import { createClickHouseServerTransport } from '../store/clickhouse-server-transport.js';
 import { createKeeperMapIdempotencyStore, keeperMapTableStatement } from '../store/keeper-map-idempotency-store.js';
@@ -57,9 +56,12 @@ export function storeLayout(config: Config): StoreLayout {
 
 /** chDB under DATA_DIR/clickhouse by default; a ClickHouse server when CLICKHOUSE_URL is set. Migrated before use. */
 export async function openStore(config: Config): Promise<SqlTransport> {
+  // chDB is loaded only by a process that uses it: its engine library, loaded at start by
+  // every process, was a large share of a consumer's resident set on a ClickHouse server
+  // (docs/decisions/ingest-memory-bound.md).
   const transport =
     config.clickhouse === undefined
-      ? createChdbTransport({ path: resolve(config.dataDir, 'clickhouse') })
+      ? (await import('../store/chdb-transport.js')).createChdbTransport({ path: resolve(config.dataDir, 'clickhouse') })
       : await createClickHouseServerTransport(config.clickhouse);
   const layout = storeLayout(config);
   try {

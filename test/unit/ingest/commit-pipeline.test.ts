@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { createCommitPipeline, FencedError, HELD_PER_IN_FLIGHT } from '../../../src/ingest/commit-pipeline.js';
+import { bufferedBytes, createCommitPipeline, FencedError, HELD_PER_IN_FLIGHT, MESSAGE_OVERHEAD_BYTES } from '../../../src/ingest/commit-pipeline.js';
 import { rejectionOf } from '../../support/rejections.js';
 
 /** A promise settled from outside, standing for one batch's insert. */
@@ -230,6 +230,67 @@ describe('commit pipeline', () => {
     await next;
     expect(admitted).to.equal(true);
     expect(pipeline.inFlight()).to.deep.equal({ events: 1, bytes: 200 });
+  });
+
+  describe('byte budget (INGEST_MAX_BUFFERED_BYTES)', () => {
+    /** In-flight bounds far above the budget, so only the budget can hold a batch back. */
+    const budgetOnly = (buffered: number) => ({ events: 1_000_000, bytes: Infinity, buffered });
+
+    it('counts each message at its value plus what the process holds beside it', () => {
+      expect(bufferedBytes({ events: 3, bytes: 1500 })).to.equal(1500 + 3 * MESSAGE_OVERHEAD_BYTES);
+    });
+
+    it('holds admission once the held batches would cost more than the budget, until one is committed', async () => {
+      // Room for 10 messages of 100 bytes, counted with their overhead, and not one more.
+      const pipeline = createCommitPipeline(budgetOnly(bufferedBytes(load(10))));
+      const stored = deferred();
+      const commitGate = deferred();
+      await pipeline.admit(load(6));
+      void pipeline.track('t/0', pipeline.generation(), load(6), stored.promise, () => commitGate.promise);
+      await pipeline.admit(load(4));
+      await pipeline.track('t/1', pipeline.generation(), load(4), Promise.resolve(), async () => undefined);
+      let admitted = false;
+      const next = pipeline.admit(load(5)).then((ok) => (admitted = ok));
+      await flush();
+      expect(admitted, 't/1 committed, t/0 still holds 6 of 10: 5 more would pass the budget').to.equal(false);
+      expect(pipeline.buffered()).to.equal(bufferedBytes(load(6)));
+      // Stored is not enough: a stored batch waiting for its commit still holds its messages.
+      stored.resolve();
+      await flush();
+      expect(admitted, 'stored but not committed').to.equal(false);
+      commitGate.resolve();
+      await next;
+      expect(admitted).to.equal(true);
+      expect(pipeline.buffered()).to.equal(bufferedBytes(load(5)));
+    });
+
+    it('never lets what is held pass the budget, whatever order batches of many sizes come and go in', async () => {
+      const budget = bufferedBytes(load(40));
+      const pipeline = createCommitPipeline(budgetOnly(budget));
+      let peak = 0;
+      const handlers: Promise<void>[] = [];
+      for (let i = 0; i < 60; i += 1) {
+        const size = 1 + ((i * 7) % 13);
+        handlers.push(
+          pipeline.admit(load(size)).then((ok) => {
+            expect(ok).to.equal(true);
+            peak = Math.max(peak, pipeline.buffered());
+            // Each batch takes a few turns of the loop to store and commit, so many overlap.
+            const stored = new Promise<void>((resolve) => setTimeout(resolve, i % 3));
+            return pipeline.track(`t/${i % 4}`, pipeline.generation(), load(size), stored, async () => undefined);
+          }),
+        );
+      }
+      await Promise.all(handlers);
+      expect(peak).to.be.at.most(budget);
+      expect(peak, 'the budget was reached, so it is what held the batches back').to.be.above(budget / 2);
+      expect(pipeline.buffered()).to.equal(0);
+    });
+
+    it('admits a batch above the budget when nothing is held, so a large one is taken alone rather than never', async () => {
+      const pipeline = createCommitPipeline(budgetOnly(bufferedBytes(load(10))));
+      expect(await pipeline.admit(load(50))).to.equal(true);
+    });
   });
 
   it('refuses a batch of an earlier generation without touching the new chain', async () => {
