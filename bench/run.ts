@@ -12,6 +12,7 @@ import { readFileSync } from 'node:fs';
 import { relative } from 'node:path';
 import { startInfra } from '../test/support/infra.js';
 import { repoRoot } from '../test/support/processes.js';
+import { measureBacklog } from './scenarios/backlog.js';
 import { measureCeiling } from './scenarios/ceiling.js';
 import { measureCommands } from './scenarios/commands.js';
 import { measureDashboards } from './scenarios/dashboards.js';
@@ -27,7 +28,7 @@ import { machineLoad, record, type Row } from './support/results.js';
 
 const DEFAULT_SCENARIOS = ['commands', 'ingest', 'feed', 'embedded', 'memory', 'tail'];
 /** Scenarios run only when named: feed-scale writes 100M events and waits for their merges (30 minutes with its measurements on this machine, 2026-11-27). */
-const NAMED_SCENARIOS = ['feed-scale', 'dashboards'];
+const NAMED_SCENARIOS = ['feed-scale', 'dashboards', 'backlog'];
 const env = process.env;
 const number = (name: string, fallback: number) => Number(env[name] ?? fallback);
 
@@ -50,6 +51,10 @@ const settings = {
   /** Dashboards of each kind (project, device), a run each. */
   BENCH_DASHBOARD_COUNTS: env['BENCH_DASHBOARD_COUNTS'] ?? '100,1000',
   BENCH_DASHBOARD_SECONDS: number('BENCH_DASHBOARD_SECONDS', 60),
+  /** Events waiting on the topic when the backlog scenario's consumer starts; the issue's size (issue 54, item 5). */
+  BENCH_BACKLOG_EVENTS: number('BENCH_BACKLOG_EVENTS', 2_000_000),
+  /** Rounds of the backlog scenario, each draining the topic with the byte budget and without it. */
+  BENCH_BACKLOG_ROUNDS: number('BENCH_BACKLOG_ROUNDS', 2),
 };
 const scenarios = (env['BENCH_SCENARIOS'] ?? DEFAULT_SCENARIOS.join(',')).split(',').map((s) => s.trim());
 const KNOWN_SCENARIOS = [...DEFAULT_SCENARIOS, ...NAMED_SCENARIOS];
@@ -85,6 +90,7 @@ try {
     memory: () => measureMemory(ctx, settings.BENCH_SOAK_SECONDS),
     dashboards: () =>
       measureDashboards(ctx, { events: settings.BENCH_DASHBOARD_EVENTS, batch: settings.INGEST_BATCH_SIZE, counts: settings.BENCH_DASHBOARD_COUNTS.split(',').map(Number), seconds: settings.BENCH_DASHBOARD_SECONDS }),
+    backlog: () => measureBacklog(ctx, settings.BENCH_BACKLOG_EVENTS, settings.BENCH_BACKLOG_ROUNDS, settings.INGEST_BATCH_SIZE),
     tail: () => measureTail(ctx, settings.BENCH_TAIL_COUNTS.split(',').map(Number), settings.BENCH_TAIL_RATE, settings.BENCH_TAIL_FAIRNESS !== 0),
   };
   for (const name of scenarios) {
