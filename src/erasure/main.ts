@@ -1,10 +1,25 @@
+import { randomBytes } from 'node:crypto';
 import { ConfigError, loadConfig } from '../config/config.js';
+import { setAmong, type Env } from '../settings/env.js';
 import { createLogger } from '../observability/logger.js';
 import { openStore, storeLayout } from '../runtime/store-runtime.js';
 import { createErasureStore } from '../store/clickhouse-erasure.js';
 import { runErasure } from '../store/erasure-run.js';
 import { ERASE_USAGE, EraseUsageError, parseEraseArguments, type EraseCommand } from './erase-arguments.js';
 import { auditReport, progressLine } from './erase-progress.js';
+
+/** The variables by which a gateway verifies tokens (src/auth/auth-settings.ts). */
+const AUTH_WAYS = ['AUTH_JWT_SECRET', 'AUTH_JWT_SECRET_FILE', 'AUTH_JWKS_URL', 'AUTH_PUBLIC_KEY', 'AUTH_OIDC_ISSUER'];
+
+/**
+ * The command verifies no token, but the gateway's configuration refuses a ClickHouse server
+ * without a way to verify them: where the environment names none, a throwaway secret stands
+ * in, so an operator's shell needs only the store's variables. One that is set is checked as
+ * the gateway checks it.
+ */
+function withTokenSettings(env: Env): Env {
+  return setAmong(env, AUTH_WAYS).length > 0 ? env : { ...env, AUTH_JWT_SECRET: randomBytes(32).toString('hex') };
+}
 
 /**
  * The operator's erasure command (docs/decisions/erasure.md): an operator's process with the
@@ -20,7 +35,7 @@ async function main(args: readonly string[]): Promise<number> {
       console.log(ERASE_USAGE);
       return 0;
     }
-    config = loadConfig(process.env);
+    config = loadConfig(withTokenSettings(process.env));
   } catch (error) {
     if (error instanceof EraseUsageError) {
       console.error(`erase: ${error.message}\n${ERASE_USAGE}`);
