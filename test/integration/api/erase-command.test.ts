@@ -37,6 +37,9 @@ describe('npm run erase, a process beside a running gateway [clickhouse-server]'
         CLICKHOUSE_URL: clickhouse.url,
         CLICKHOUSE_DATABASE: clickhouse.database,
         CLICKHOUSE_REQUEST_TIMEOUT_MS: String(clickhouse.requestTimeoutMs),
+        // A server in a container has a user of its own, which the URL alone does not carry.
+        ...(clickhouse.username === undefined ? {} : { CLICKHOUSE_USER: clickhouse.username }),
+        ...(clickhouse.password === undefined ? {} : { CLICKHOUSE_PASSWORD: clickhouse.password }),
         ERASURE_POLL_MS: String(gw.config.erasure.pollMs),
       },
       stdio: ['ignore', 'pipe', 'pipe'],
