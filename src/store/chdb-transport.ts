@@ -20,6 +20,17 @@ export function createChdbTransport(options: ChdbTransportOptions): SqlTransport
   mkdirSync(options.path, { recursive: true });
   const session = new Session(options.path);
   const writers = new Map<string, GroupCommit<JsonRowText>>();
+  // Queries the engine is running: a session closed under one takes the process down with
+  // a signal (seen when a start failed while the first-page watch was polling), so close
+  // waits for them. A caller that stopped waiting for one (a loop told to stop) has not
+  // stopped the engine.
+  const running = new Set<Promise<unknown>>();
+  const tracked = <T>(query: Promise<T>): Promise<T> => {
+    running.add(query);
+    const untrack = () => running.delete(query);
+    query.then(untrack, untrack);
+    return query;
+  };
 
   function writerFor(table: string): GroupCommit<JsonRowText> {
     let writer = writers.get(table);
@@ -28,7 +39,7 @@ export function createChdbTransport(options: ChdbTransportOptions): SqlTransport
       const isolate = (error: unknown) => rowRefusal(error) !== undefined;
       writer = createGroupCommit<JsonRowText>(
         async (rows) => {
-          await session.insert({ table, values: jsonEachRowBody(rows), format: 'JSONEachRow', settings: INSERT_SETTINGS });
+          await tracked(session.insert({ table, values: jsonEachRowBody(rows), format: 'JSONEachRow', settings: INSERT_SETTINGS }));
         },
         { isolate },
       );
@@ -41,8 +52,8 @@ export function createChdbTransport(options: ChdbTransportOptions): SqlTransport
     kind: 'chdb',
     async command(sql, params) {
       try {
-        if (params === undefined) await session.queryAsync(sql);
-        else await session.queryBindAsync(sql, params);
+        if (params === undefined) await tracked(session.queryAsync(sql));
+        else await tracked(session.queryBindAsync(sql, params));
       } catch (error) {
         throw toStoreError(error, 'command');
       }
@@ -51,8 +62,8 @@ export function createChdbTransport(options: ChdbTransportOptions): SqlTransport
       try {
         const result =
           params === undefined
-            ? await session.queryAsync(sql, { format: 'JSONEachRow' })
-            : await session.queryBindAsync(sql, params, { format: 'JSONEachRow' });
+            ? await tracked(session.queryAsync(sql, { format: 'JSONEachRow' }))
+            : await tracked(session.queryBindAsync(sql, params, { format: 'JSONEachRow' }));
         const text = result.text();
         if (text.trim() === '') return [];
         return text
@@ -73,13 +84,14 @@ export function createChdbTransport(options: ChdbTransportOptions): SqlTransport
     },
     async ping() {
       try {
-        await session.queryAsync('SELECT 1');
+        await tracked(session.queryAsync('SELECT 1'));
       } catch (error) {
         throw toStoreError(error, 'ping');
       }
     },
     async close() {
       await Promise.all([...writers.values()].map((w) => w.drain()));
+      while (running.size > 0) await Promise.allSettled([...running]);
       session.close();
     },
   };
