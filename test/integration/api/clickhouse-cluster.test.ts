@@ -60,6 +60,8 @@ describe('the gateway on a ClickHouse cluster, through Distributed tables [click
       'device_spans Distributed',
       'device_spans_local AggregatingMergeTree',
       'device_spans_view MaterializedView',
+      'erasures Distributed',
+      'erasures_local ReplacingMergeTree',
       'event_spans Distributed',
       'event_spans_local AggregatingMergeTree',
       // On the local table: it runs on the inserts each shard takes.

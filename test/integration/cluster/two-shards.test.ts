@@ -104,6 +104,8 @@ describe('the gateway on two ClickHouse shards [cluster]', function () {
         'device_spans Distributed',
         'device_spans_local AggregatingMergeTree',
         'device_spans_view MaterializedView',
+        'erasures Distributed',
+        'erasures_local ReplacingMergeTree',
         'event_spans Distributed',
         'event_spans_local AggregatingMergeTree',
         'event_spans_view MaterializedView',
