@@ -118,27 +118,15 @@ export interface WindowWalk {
   readonly reach: string | undefined;
 }
 
-/**
- * Where a walk goes on below a window the page read before it (its first read,
- * src/store/first-read.ts): that window's lower edge `to` (store text, the next window's
- * upper end), the time it covered that may hold events, and the next window's width.
- * The read counts as one of the plan's probes.
- */
-export interface WalkStart {
-  readonly to: string;
-  readonly readMs: number;
-  readonly width: number;
-}
-
-export function windowWalk(query: Pick<FeedQuery, 'after' | 'filters'>, nowMs: number, plan: WindowPlan = WINDOW_PLAN, start?: WalkStart): WindowWalk {
+export function windowWalk(query: Pick<FeedQuery, 'after' | 'filters'>, nowMs: number, plan: WindowPlan = WINDOW_PLAN): WindowWalk {
   const reach = planReach(query, nowMs, plan);
   const floorMs = reach === undefined ? sinceMsOf(query) : storeTextMs(reach);
-  let to: string | undefined = start?.to;
-  let topMs = start === undefined ? windowsStart(query, nowMs) : storeTextMs(start.to);
-  let width = start?.width ?? plan.firstMs;
+  let to: string | undefined;
+  let topMs = windowsStart(query, nowMs);
+  let width = plan.firstMs;
   /** Milliseconds of time the windows handed out have covered, the stretches skipped over left out. */
-  let readMs = start?.readMs ?? 0;
-  let used = start === undefined ? 0 : 1;
+  let readMs = 0;
+  let used = 0;
   let done = false;
   return {
     next() {

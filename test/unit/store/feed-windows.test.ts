@@ -186,23 +186,6 @@ describe('feed windows', () => {
       );
     });
 
-    it('goes on below a first read from its lower edge, with no gap, counting it as a probe and its time in the pace', () => {
-      const to = '2026-10-01 10:00:00.123456';
-      const walk = windowWalk({ after: undefined, filters: {} }, NOW, WINDOW_PLAN, { to, readMs: 10 * HOUR, width: WINDOW_PLAN.widestMs });
-      const reach = windowWalk({ after: undefined, filters: {} }, NOW, WINDOW_PLAN).reach;
-      expect(walk.reach, 'the plan\'s own reach').to.equal(reach);
-      const first = walk.next()!;
-      expect(first.to, 'the first read\'s edge is the next window\'s top').to.equal(to);
-      expect(storeTextMs(first.to!) - storeTextMs(first.from!)).to.equal(WINDOW_PLAN.widestMs);
-      // Ten events in ten hours, forty still needed: eighty hours, narrower than the widest, which stays.
-      walk.paceFor(10, 40);
-      const second = walk.next()!;
-      expect(second.to).to.equal(first.from);
-      let windows = 2;
-      while (walk.next() !== undefined) windows += 1;
-      expect(windows, 'the plan\'s probes, less the first read').to.be.at.most(WINDOW_PLAN.probes - 1);
-    });
-
     it('leaves no skip without a window after it', () => {
       const walk = windowWalk({ after: undefined, filters: {} }, NOW, { ...WINDOW_PLAN, firstMs: WINDOW_PLAN.widestMs, probes: 3 });
       walk.next();
