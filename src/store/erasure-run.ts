@@ -32,6 +32,15 @@ export class ErasureIncompleteError extends Error {
 }
 
 /**
+ * The scope was erased and holds events again (written after its suppression ended): a
+ * second erasure of one scope is not built (its record would replace the first's audit), and
+ * answering "already finished" would tell the operator the data is gone when it is not.
+ */
+export class ErasedScopeWrittenAgainError extends Error {
+  override readonly name = 'ErasedScopeWrittenAgainError';
+}
+
+/**
  * Delete passes before a run gives up: the first takes what the count found, a second what a
  * batch validated before its gateway saw the suppression wrote after the count (a store
  * retry can hold one back that long); a third finding more means something still writes
@@ -85,6 +94,12 @@ export async function runErasure(request: EraseRequest, options: EraseOptions): 
 
   const found = await store.find(scope);
   if (found?.status === 'finished') {
+    const since = await store.countEvents(scope);
+    if (since > 0) {
+      throw new ErasedScopeWrittenAgainError(
+        `${describeScope(scope)} was erased (finished ${new Date(found.finishedAtMs!).toISOString()}) and holds ${since} events again, written after its suppression ended; erasing one scope a second time is not supported: nothing was deleted`,
+      );
+    }
     progress({ kind: 'already-finished', record: found });
     return { record: found, removedNow: 0, alreadyFinished: true };
   }

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import type { ErasureRecord, ErasureStore } from '../../../src/store/clickhouse-erasure.js';
-import { ErasureIncompleteError, runErasure, type EraseStep } from '../../../src/store/erasure-run.js';
+import { ErasedScopeWrittenAgainError, ErasureIncompleteError, runErasure, type EraseStep } from '../../../src/store/erasure-run.js';
 import { erasureId, scopeCovers, type ErasureScope } from '../../../src/store/erasure-scope.js';
 
 const ORG = '0b5e7e5c-4d2e-4c59-9d1e-0a9a7b1c2d3e';
@@ -107,6 +107,21 @@ describe('an erasure run', () => {
     const first = await runErasure(request, m.options());
     const again = await runErasure({ ...request, requestedBy: 'ops:bob' }, m.options());
     expect(again).to.deep.equal({ record: first.record, removedNow: 0, alreadyFinished: true });
+  });
+
+  it('refuses, deleting nothing, a scope erased before that holds events again, instead of calling it done', async () => {
+    const rows = rowsOf(ORG, PROJECT, 4);
+    const m = memoryStore(rows);
+    await runErasure(request, m.options());
+    rows.push(...rowsOf(ORG, PROJECT, 2));
+    const deletesBefore = m.deletes.length;
+    const refused = await runErasure(request, m.options()).then(
+      () => undefined,
+      (error: unknown) => error,
+    );
+    expect(refused).to.be.instanceOf(ErasedScopeWrittenAgainError);
+    expect((refused as Error).message).to.match(/holds 2 events again/);
+    expect(m.deletes.length, 'nothing deleted').to.equal(deletesBefore);
   });
 
   it('resumes a run cut short, keeping the first count, who asked and when', async () => {
