@@ -21,6 +21,7 @@ import { measureFeed } from './scenarios/feed.js';
 import { measureFeedAtScale } from './scenarios/feed-scale.js';
 import { measureIngest } from './scenarios/ingest.js';
 import { measureMemory } from './scenarios/memory.js';
+import { measureRetention } from './scenarios/retention.js';
 import { measureTail } from './scenarios/tail.js';
 import { newSecret, type BenchContext } from './support/context.js';
 import { parseResultFile, resultsTables } from './support/results-document.js';
@@ -28,7 +29,7 @@ import { machineLoad, record, type Row } from './support/results.js';
 
 const DEFAULT_SCENARIOS = ['commands', 'ingest', 'feed', 'embedded', 'memory', 'tail'];
 /** Scenarios run only when named: feed-scale writes 100M events and waits for their merges (30 minutes with its measurements on this machine, 2026-11-27). */
-const NAMED_SCENARIOS = ['feed-scale', 'dashboards', 'backlog'];
+const NAMED_SCENARIOS = ['feed-scale', 'dashboards', 'backlog', 'retention'];
 const env = process.env;
 const number = (name: string, fallback: number) => Number(env[name] ?? fallback);
 
@@ -51,11 +52,22 @@ const settings = {
   /** Dashboards of each kind (project, device), a run each. */
   BENCH_DASHBOARD_COUNTS: env['BENCH_DASHBOARD_COUNTS'] ?? '100,1000',
   BENCH_DASHBOARD_SECONDS: number('BENCH_DASHBOARD_SECONDS', 60),
+  /** Kept first pages off, on, or both (off,on), a run each. */
+  BENCH_DASHBOARD_KEPT: env['BENCH_DASHBOARD_KEPT'] ?? 'off,on',
   /** Events waiting on the topic when the backlog scenario's consumer starts; the issue's size (issue 54, item 5). */
   BENCH_BACKLOG_EVENTS: number('BENCH_BACKLOG_EVENTS', 2_000_000),
   /** Rounds of the backlog scenario, each draining the topic with the byte budget and without it. */
   BENCH_BACKLOG_ROUNDS: number('BENCH_BACKLOG_ROUNDS', 2),
+  /** Events over 24 months before the retention scenario drops its oldest year; the issue's size (issue 54, item 1). */
+  BENCH_RETENTION_EVENTS: number('BENCH_RETENTION_EVENTS', 100_000_000),
 };
+function keptModes(text: string): ('off' | 'on')[] {
+  return text.split(',').map((raw) => {
+    const mode = raw.trim();
+    if (mode !== 'off' && mode !== 'on') throw new Error(`BENCH_DASHBOARD_KEPT: "${mode}" is neither off nor on`);
+    return mode;
+  });
+}
 const scenarios = (env['BENCH_SCENARIOS'] ?? DEFAULT_SCENARIOS.join(',')).split(',').map((s) => s.trim());
 const KNOWN_SCENARIOS = [...DEFAULT_SCENARIOS, ...NAMED_SCENARIOS];
 for (const s of scenarios) if (!KNOWN_SCENARIOS.includes(s)) throw new Error(`BENCH_SCENARIOS: unknown scenario "${s}"; known: ${KNOWN_SCENARIOS.join(', ')}`);
@@ -89,8 +101,9 @@ try {
     embedded: () => measureEmbedded(ctx, settings.BENCH_EMBEDDED_EVENTS),
     memory: () => measureMemory(ctx, settings.BENCH_SOAK_SECONDS),
     dashboards: () =>
-      measureDashboards(ctx, { events: settings.BENCH_DASHBOARD_EVENTS, batch: settings.INGEST_BATCH_SIZE, counts: settings.BENCH_DASHBOARD_COUNTS.split(',').map(Number), seconds: settings.BENCH_DASHBOARD_SECONDS }),
+      measureDashboards(ctx, { events: settings.BENCH_DASHBOARD_EVENTS, batch: settings.INGEST_BATCH_SIZE, counts: settings.BENCH_DASHBOARD_COUNTS.split(',').map(Number), seconds: settings.BENCH_DASHBOARD_SECONDS, kept: keptModes(settings.BENCH_DASHBOARD_KEPT) }),
     backlog: () => measureBacklog(ctx, settings.BENCH_BACKLOG_EVENTS, settings.BENCH_BACKLOG_ROUNDS, settings.INGEST_BATCH_SIZE),
+    retention: () => measureRetention(ctx, settings.BENCH_RETENTION_EVENTS, settings.INGEST_BATCH_SIZE),
     tail: () => measureTail(ctx, settings.BENCH_TAIL_COUNTS.split(',').map(Number), settings.BENCH_TAIL_RATE, settings.BENCH_TAIL_FAIRNESS !== 0),
   };
   for (const name of scenarios) {

@@ -21,7 +21,9 @@ import type { BenchContext } from '../support/context.js';
 import { withCpu } from '../support/cpu-usage.js';
 import type { Dashboard, DashboardRun } from '../support/dashboard-clients.js';
 import { produceLive } from '../support/dashboard-producer.js';
-import { device, org, project, PROJECTS, runSql, selectQueries, stalenessOfAll, writeHistory } from '../support/dashboard-store.js';
+import { device, org, project, PROJECTS, selectQueries, stalenessOfAll, writeHistory } from '../support/dashboard-store.js';
+import { firstPageCounts } from '../support/gateway-metrics.js';
+import { runSql } from '../support/server-sql.js';
 import { summarize } from '../support/latency.js';
 import type { Row } from '../support/results.js';
 import { latencies } from './ceiling.js';
@@ -56,6 +58,8 @@ export interface DashboardSettings {
   /** Dashboards of each kind, one run each. */
   readonly counts: readonly number[];
   readonly seconds: number;
+  /** Runs with kept first pages off, on, or both, in this order. */
+  readonly kept: readonly ('off' | 'on')[];
 }
 
 async function dashboardGateway(ctx: BenchContext, database: string, topic: string, keptAgeMs: number) {
@@ -99,7 +103,7 @@ export async function measureDashboards(ctx: BenchContext, settings: DashboardSe
     await writeHistory(ctx.clickhouseUrl, database, settings.events, settings.batch);
     const select1 = await autocannon({ url: `${ctx.clickhouseUrl}/?query=${encodeURIComponent('SELECT 1')}`, connections: 32, seconds: ctx.seconds });
     rows.push({ scenario: label, measure: 'server: SELECT 1, 32 connections', value: select1.perSecond, unit: 'req/s', ...latencies(select1) });
-    for (const keptAgeMs of [0, KEPT_AGE_MS]) {
+    for (const keptAgeMs of settings.kept.map((mode) => (mode === 'on' ? KEPT_AGE_MS : 0))) {
       if (keptAgeMs !== 0) {
         await gateway.stop();
         gateway = await dashboardGateway(ctx, database, topic, keptAgeMs);
@@ -134,9 +138,11 @@ export async function measureDashboards(ctx: BenchContext, settings: DashboardSe
           // against the targets, which are about dashboards that stay open.
           const opening = await poll(spec);
           const queriesBefore = await selectQueries(ctx.clickhouseUrl);
+          const keptBefore = keptAgeMs === 0 ? undefined : await firstPageCounts(gateway.url);
           const started = performance.now();
           const { run, cpu } = await poll(spec);
           const seconds = (performance.now() - started) / 1000;
+          const keptAfter = keptAgeMs === 0 ? undefined : await firstPageCounts(gateway.url);
           // The count's own SELECT is left out.
           const queriesPerSecond = Number((((await selectQueries(ctx.clickhouseUrl)) - queriesBefore - 1) / seconds).toFixed(1));
           producing.abort();
@@ -148,7 +154,12 @@ export async function measureDashboards(ctx: BenchContext, settings: DashboardSe
           const who = `${count.toLocaleString('en-US')} project + ${count.toLocaleString('en-US')} device dashboards, ${mode}`;
           const failed = Object.entries(run.failures).map(([status, n]) => `${n} × ${status}`).join(', ') || 'none';
           const opened = `opening ${settings.seconds} s before (not counted): ${opening.run.pages} pages, p99 ${Math.round(opening.run.project.p99Ms)} ms project, ${Math.round(opening.run.device.p99Ms)} ms device, ${Object.values(opening.run.failures).reduce((n, f) => n + f, 0)} failed`;
-          const common = `${run.pages} pages (${run.perSecond}/s), failed: ${failed}; ${produced} events produced; gateway ${cpu.processCores.toFixed(2)} cores, load generator ${run.generatorCores.toFixed(2)} of a core (polls at most ${run.maxLateMs} ms behind schedule; ${run.late} polls due while the last answer was out), machine ${Math.round(cpu.machineBusy * 100)}% busy`;
+          // Where the gateway answered from, and how often its watch of the store's writes lost track (no kept page served until it caught up).
+          const kept =
+            keptBefore === undefined || keptAfter === undefined
+              ? ''
+              : `; ${pct(keptAfter.memory - keptBefore.memory, keptAfter.memory - keptBefore.memory + keptAfter.store - keptBefore.store)} from memory (${keptAfter.memory - keptBefore.memory} from memory, ${keptAfter.store - keptBefore.store} from the store, ${keptAfter.merged - keptBefore.merged} kept pages brought up to date, ${keptAfter.refreshed - keptBefore.refreshed} read again), the watch lost track ${keptAfter.lostTrack - keptBefore.lostTrack} times`;
+          const common = `${run.pages} pages (${run.perSecond}/s)${kept}, failed: ${failed}; ${produced} events produced; gateway ${cpu.processCores.toFixed(2)} cores, load generator ${run.generatorCores.toFixed(2)} of a core (polls at most ${run.maxLateMs} ms behind schedule; ${run.late} polls due while the last answer was out), machine ${Math.round(cpu.machineBusy * 100)}% busy`;
           for (const kind of ['project', 'device'] as const) {
             const k = run[kind];
             rows.push({

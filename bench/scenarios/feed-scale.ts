@@ -7,7 +7,8 @@
  * counters (system.events) over a sample of pages read one at a time.
  */
 import { waitFor } from '../../test/support/wait-for.js';
-import { parseMetrics, samplesOf } from '../../test/support/metrics-text.js';
+import { mergesSettled, runSql, serverCounters, serverQuiet as quiet } from '../support/server-sql.js';
+import { firstPageCounts, gatewayMetrics } from '../support/gateway-metrics.js';
 import { autocannon, variedAutocannon } from '../support/autocannon.js';
 import { gatewayProcess, serverGatewayEnvironment } from '../support/bench-process.js';
 import { withCpu } from '../support/cpu-usage.js';
@@ -48,16 +49,6 @@ function historySpan(): { startMs: number; endMs: number } {
   return { startMs: start.getTime(), endMs };
 }
 
-async function runSql(url: string, database: string, sql: string, settings: Record<string, string> = {}): Promise<string> {
-  const target = new URL(url);
-  target.searchParams.set('database', database);
-  for (const [k, v] of Object.entries(settings)) target.searchParams.set(k, v);
-  const res = await fetch(target, { method: 'POST', body: sql });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`ClickHouse answered ${res.status}: ${text.slice(0, 500)}`);
-  return text;
-}
-
 /**
  * Writes `count` events as ingestion would: in time order, `batch` events an insert, each
  * insert a part (or two, at a month's end). The n-th event of the history is at
@@ -90,27 +81,11 @@ async function generate(url: string, database: string, total: number, batch: num
 }
 
 /** The tables a page may read: the events table, and the device table and its spans that their views fill (docs/decisions/device-pages.md). */
-const PAGE_TABLES = `('events', '${DEVICE_EVENTS_TABLE}', '${DEVICE_SPANS_TABLE}')`;
-
-/** Waits until no merge of the tables pages read runs for five polls in a row: the parts as merges leave them. */
-async function settled(url: string, database: string): Promise<number> {
-  let quiet = 0;
-  await waitFor(
-    'merges of the events and device tables to settle',
-    async () => {
-      const running = Number((await runSql(url, database, `SELECT count() FROM system.merges WHERE database = currentDatabase() AND table IN ${PAGE_TABLES}`)).trim());
-      quiet = running === 0 ? quiet + 1 : 0;
-      return quiet >= 5 ? true : undefined;
-    },
-    2 * 3600_000,
-    2000,
-  );
-  return Number((await runSql(url, database, `SELECT count() FROM system.parts WHERE database = currentDatabase() AND table = 'events' AND active`)).trim());
-}
+const PAGE_TABLES = ['events', DEVICE_EVENTS_TABLE, DEVICE_SPANS_TABLE];
 
 /** Bytes on disk per event of each table pages read, as the parts are once merges settled: what the device table costs in space. */
 async function storage(url: string, database: string, label: string, events: number): Promise<Row[]> {
-  const text = await runSql(url, database, `SELECT table, sum(bytes_on_disk) AS bytes, sum(rows) AS rows, count() AS parts FROM system.parts WHERE database = currentDatabase() AND active AND table IN ${PAGE_TABLES} GROUP BY table ORDER BY table FORMAT JSONEachRow`);
+  const text = await runSql(url, database, `SELECT table, sum(bytes_on_disk) AS bytes, sum(rows) AS rows, count() AS parts FROM system.parts WHERE database = currentDatabase() AND active AND table IN (${PAGE_TABLES.map((t) => `'${t}'`).join(', ')}) GROUP BY table ORDER BY table FORMAT JSONEachRow`);
   const tables = text.trim().split('\n').map((line) => JSON.parse(line) as { table: string; bytes: string; rows: string; parts: string });
   const eventsTable = tables.find((t) => t.table === 'events');
   return tables.map((t) => ({
@@ -123,36 +98,9 @@ async function storage(url: string, database: string, label: string, events: num
   }));
 }
 
-async function serverCounters(url: string): Promise<{ rows: number; queries: number }> {
-  const text = await runSql(url, 'system', "SELECT event, value FROM system.events WHERE event IN ('SelectedRows', 'SelectQuery') FORMAT JSONEachRow");
-  const values = Object.fromEntries(text.trim().split('\n').map((line) => {
-    const { event, value } = JSON.parse(line) as { event: string; value: string };
-    return [event, Number(value)];
-  }));
-  return { rows: values['SelectedRows'] ?? 0, queries: values['SelectQuery'] ?? 0 };
-}
-
 /** Queries the server has refused for their size since it started (too many rows or bytes, the query's memory): batches of page reads over their bound (src/store/batched-page-reads.ts). */
 async function refusedBatches(url: string): Promise<number> {
   return Number((await runSql(url, 'system', 'SELECT sum(value) FROM system.errors WHERE code IN (158, 241, 307)')).trim());
-}
-
-/**
- * Waits until the server runs no query in the bench's database, twice in a row (the local
- * server's own clickhouse-local query, which keeps it up, runs for as long as it does).
- */
-async function quiet(url: string, database: string): Promise<void> {
-  let idle = 0;
-  await waitFor(
-    'the server to finish the last load',
-    async () => {
-      const running = Number((await runSql(url, database, 'SELECT count() FROM system.processes WHERE current_database = currentDatabase() AND query_id != queryID()')).trim());
-      idle = running === 0 ? idle + 1 : 0;
-      return idle >= 2 ? true : undefined;
-    },
-    300_000,
-    200,
-  );
 }
 
 interface Request {
@@ -170,34 +118,6 @@ async function scaleGateway(ctx: BenchContext, database: string, name: string, e
     ...commandTopicEnvironment(commandTopicNames((topic) => `bench.scale.${name}.${topic}.${ctx.run}`)),
     ...env,
   });
-}
-
-/**
- * The gateway's samples from its /metrics, and the value of the one among them named
- * `name` with `labels`. A counter's labelled series appears only once it first counts, so
- * `absent` is what a series not there yet reads as (undefined: none may be missing).
- */
-async function gatewayMetrics(gatewayUrl: string): Promise<(name: string, labels?: Readonly<Record<string, string>>, absent?: number) => number> {
-  const samples = parseMetrics(await (await fetch(`${gatewayUrl}/metrics`)).text());
-  return (name, labels = {}, absent) => {
-    const [sample, ...more] = samplesOf(samples, name, labels);
-    if (sample === undefined && absent !== undefined) return absent;
-    if (sample === undefined || more.length > 0) throw new Error(`the gateway reports no single ${name} ${JSON.stringify(labels)}`);
-    return sample.value;
-  };
-}
-
-/** The gateway's feed_first_pages_total by source, the times its watch lost track of the store, and the pages it read again or brought up to date when written. */
-async function firstPageCounts(gatewayUrl: string): Promise<{ memory: number; store: number; lostTrack: number; refreshed: number; merged: number }> {
-  const metric = await gatewayMetrics(gatewayUrl);
-  return {
-    // Page reads of either kind: first pages, and pages by cursor cut from a kept first page or read.
-    memory: metric('feed_first_pages_total', { source: 'memory' }, 0) + metric('feed_cursor_pages_total', { source: 'memory' }, 0),
-    store: metric('feed_first_pages_total', { source: 'store' }, 0) + metric('feed_cursor_pages_total', { source: 'store' }, 0),
-    lostTrack: metric('feed_first_pages_lost_track_total'),
-    refreshed: metric('feed_first_pages_refreshed_total'),
-    merged: metric('feed_first_pages_merged_total'),
-  };
 }
 
 /**
@@ -462,7 +382,7 @@ export async function measureFeedAtScale(ctx: BenchContext, sizes: readonly numb
       const writing = Date.now();
       await generate(ctx.clickhouseUrl, database, size, batch, span);
       const written = (Date.now() - writing) / 1000;
-      const parts = await settled(ctx.clickhouseUrl, database);
+      const parts = await mergesSettled(ctx.clickhouseUrl, database, PAGE_TABLES);
       const partitions = Number((await runSql(ctx.clickhouseUrl, database, `SELECT uniqExact(partition) FROM system.parts WHERE database = currentDatabase() AND table = 'events' AND active`)).trim());
       console.error(`  feed-scale: ${size} events written in ${written.toFixed(0)} s (${Math.round(size / written)} rows/s), ${parts} active parts in ${partitions} partitions once merges settled`);
       select1 = await autocannon({ url: `${ctx.clickhouseUrl}/?query=${encodeURIComponent('SELECT 1')}`, connections: CONNECTIONS, seconds: ctx.seconds });

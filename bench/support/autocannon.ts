@@ -11,6 +11,8 @@ export interface LoadRun {
   readonly p50Ms: number;
   readonly p99Ms: number;
   readonly p999Ms: number;
+  /** The slowest answer: what one stall of the server under the load shows, where p99 of a long run hides it. */
+  readonly maxMs: number;
   /** Connection errors and timeouts. */
   readonly errors: number;
   /** Answers outside 2xx (a 304 counts here too). */
@@ -32,7 +34,7 @@ const AUTOCANNON = resolve(repoRoot, 'node_modules', '.bin', 'autocannon');
 
 interface AutocannonJson {
   readonly requests: { readonly average: number; readonly total: number };
-  readonly latency: { readonly p50: number; readonly p99: number; readonly p99_9: number };
+  readonly latency: { readonly p50: number; readonly p99: number; readonly p99_9: number; readonly max: number };
   readonly errors: number;
   readonly timeouts: number;
   readonly non2xx: number;
@@ -95,6 +97,7 @@ function runLoad(command: string, args: readonly string[]): Promise<LoadRun> {
         p50Ms: report.latency.p50,
         p99Ms: report.latency.p99,
         p999Ms: report.latency.p99_9,
+        maxMs: report.latency.max,
         errors: report.errors + report.timeouts,
         non2xx: report.non2xx,
         ...(report.generatorCores === undefined ? {} : { generatorCores: report.generatorCores }),

@@ -5,6 +5,7 @@
  */
 import { toStoreTimestamp } from '../../src/store/timestamps.js';
 import type { AnsweredPage } from './dashboard-clients.js';
+import { runSql } from './server-sql.js';
 
 export const PROJECTS = 1000;
 export const ORGS = 100;
@@ -15,16 +16,6 @@ const MONTHS = 24;
 export const org = (p: number) => `00000000-0000-4000-a000-${String(p % ORGS).padStart(12, '0')}`;
 export const project = (p: number) => `00000000-0000-4000-b000-${String(p).padStart(12, '0')}`;
 export const device = (p: number, d: number) => `00000000-0000-4000-c${String(d).padStart(3, '0')}-${String(p).padStart(12, '0')}`;
-
-export async function runSql(url: string, database: string, sql: string, params: Readonly<Record<string, string>> = {}): Promise<string> {
-  const target = new URL(url);
-  target.searchParams.set('database', database);
-  for (const [name, value] of Object.entries(params)) target.searchParams.set(`param_${name}`, value);
-  const res = await fetch(target, { method: 'POST', body: sql });
-  const text = await res.text();
-  if (!res.ok) throw new Error(`ClickHouse answered ${res.status}: ${text.slice(0, 500)}`);
-  return text;
-}
 
 /**
  * `total` events over the 24 months before the last minute, `batch` an insert in time order
