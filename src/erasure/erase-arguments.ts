@@ -13,7 +13,9 @@ export const ERASE_USAGE = `usage: npm run erase -- --org ID [--project ID] [--d
 Erases every stored event of the organization, or of one project, or of one device (in one
 project with --project, in every project of the organization without), and drops the scope's
 events arriving for ERASURE_SUPPRESS_DAYS (docs/operations.md, "Erasure"). Running it again
-for the same scope resumes an unfinished erasure and reports a finished one.
+for the same scope resumes an unfinished erasure, reports a finished one, and erases the
+scope again, as a new audited erasure, if it holds events again (written after the last
+erasure's suppression ended).
   --requested-by WHO   who asked (a person, a ticket): kept in the audit record
   --reason TEXT        why (a request's reference, "account closed")
 The store comes from the gateway's variables (CLICKHOUSE_*, DATA_DIR; stop an embedded

@@ -4,7 +4,7 @@ import { setAmong, type Env } from '../settings/env.js';
 import { createLogger } from '../observability/logger.js';
 import { openStore, storeLayout } from '../runtime/store-runtime.js';
 import { createErasureStore } from '../store/clickhouse-erasure.js';
-import { ErasedScopeWrittenAgainError, runErasure } from '../store/erasure-run.js';
+import { runErasure } from '../store/erasure-run.js';
 import { ERASE_USAGE, EraseUsageError, parseEraseArguments, type EraseCommand } from './erase-arguments.js';
 import { auditReport, progressLine } from './erase-progress.js';
 
@@ -61,11 +61,6 @@ async function main(args: readonly string[]): Promise<number> {
     console.log(auditReport(outcome.record, outcome));
     return 0;
   } catch (error) {
-    // Not a run cut short: running it again would refuse again.
-    if (error instanceof ErasedScopeWrittenAgainError) {
-      console.error(`erase: ${error.message}`);
-      return 1;
-    }
     logger.error({ err: error }, 'erasure stopped; run the same command again to resume it');
     return 1;
   } finally {

@@ -1,7 +1,7 @@
 import type { ClickHouseConfig } from './clickhouse-settings.js';
 import { createClickHouseServerTransport } from './clickhouse-server-transport.js';
 import { DEVICE_EVENTS_TABLE, DEVICE_SPANS_TABLE } from './device-events.js';
-import { erasureId, normalizedScope, scopeCondition, type ErasureScope } from './erasure-scope.js';
+import { normalizedScope, scopeCondition, scopeKey, type ErasureScope } from './erasure-scope.js';
 import type { StoreLayout } from './migrations.js';
 import type { SqlParam, SqlTransport } from './sql-transport.js';
 import { ERASURES_TABLE } from './erasures-table.js';
@@ -98,6 +98,29 @@ function recordOf(row: RecordRow): ErasureRecord {
   };
 }
 
+/** Oldest first: by when each began, then by when it was asked (a scope's next erasure begins only after its last finished). */
+const byStart = (a: ErasureRecord, b: ErasureRecord) => a.startedAtMs - b.startedAtMs || a.requestedAtMs - b.requestedAtMs;
+
+/**
+ * The erasures whose suppression lives at `nowMs`, one per scope: of a scope's records
+ * whose window is open, the newest stands for it (its id and status are what a process
+ * tells as new). A record whose window has ended suppresses nothing, however recent: an
+ * older erasure never suppresses a scope again once its window is past. An older one whose
+ * window is still open keeps the scope suppressed while it is, even where a newer one,
+ * begun with a shorter ERASURE_SUPPRESS_DAYS, ended first: its window was sized to outlast
+ * the Kafka copies of what it erased, and ending it early would let a replay of those back.
+ */
+export function governingErasures(records: readonly ErasureRecord[], nowMs: number): ErasureRecord[] {
+  const newest = new Map<string, ErasureRecord>();
+  for (const record of records) {
+    if (record.suppressUntilMs <= nowMs) continue;
+    const key = scopeKey(record.scope);
+    const known = newest.get(key);
+    if (known === undefined || byStart(known, record) < 0) newest.set(key, record);
+  }
+  return [...newest.values()];
+}
+
 /** Where deletes run: the node and the table clause, as retention reaches them (src/store/retention.ts). */
 interface Target {
   readonly transport: SqlTransport;
@@ -107,11 +130,11 @@ interface Target {
 
 /** The erasures table and the deletes of a scope's rows, on one node or every shard of a cluster. */
 export interface ErasureStore {
-  /** The erasure of this scope, if one was ever started. */
-  find(scope: ErasureScope): Promise<ErasureRecord | undefined>;
+  /** Every erasure of exactly this scope, oldest first: the last is the one a run resumes or reports. */
+  history(scope: ErasureScope): Promise<ErasureRecord[]>;
   /** Writes the record's current state (a new version of its row). */
   save(record: ErasureRecord): Promise<void>;
-  /** Erasures whose suppression still lives at `nowMs`, running or finished. */
+  /** Erasures whose suppression still lives at `nowMs`, running or finished, one per scope (governingErasures). */
   active(nowMs: number): Promise<ErasureRecord[]>;
   /** Every erasure of an organization, newest first: the audit. */
   ofOrg(orgId: string): Promise<ErasureRecord[]>;
@@ -150,12 +173,14 @@ export async function createErasureStore(options: ErasureStoreOptions): Promise<
   // Each version is written before the call returns, on whichever shard holds the organization.
   const insertSettings = layout.kind === 'cluster' ? ' SETTINGS distributed_foreground_insert = 1' : '';
   return {
-    async find(scope) {
-      const rows = await transport.query<RecordRow>(`${SELECT_RECORD} WHERE org_id = {org:UUID} AND erasure_id = {id:UUID}`, {
-        org: normalizedScope(scope).orgId,
-        id: erasureId(scope),
-      });
-      return rows[0] === undefined ? undefined : recordOf(rows[0]);
+    async history(scope) {
+      const s = normalizedScope(scope);
+      // An absent project or device is NULL in the row and '' here, so that one condition matches both forms.
+      const rows = await transport.query<RecordRow>(
+        `${SELECT_RECORD} WHERE org_id = {org:UUID} AND ifNull(toString(project_id), '') = {project:String} AND ifNull(toString(device_id), '') = {device:String}`,
+        { org: s.orgId, project: s.projectId ?? '', device: s.deviceId ?? '' },
+      );
+      return rows.map(recordOf).sort(byStart);
     },
     async save(record) {
       const s = record.scope;
@@ -182,8 +207,10 @@ export async function createErasureStore(options: ErasureStoreOptions): Promise<
       );
     },
     async active(nowMs) {
+      // One short read a poll, as when a scope had one erasure: a process must apply a new suppression within the two
+      // poll intervals the run waits, and on a busy chDB a costlier read (each scope's newest picked in SQL) took longer.
       const rows = await transport.query<RecordRow>(`${SELECT_RECORD} WHERE suppress_until > fromUnixTimestamp64Milli({now:Int64}, 'UTC')`, { now: nowMs });
-      return rows.map(recordOf);
+      return governingErasures(rows.map(recordOf), nowMs);
     },
     async ofOrg(orgId) {
       const rows = await transport.query<RecordRow>(`${SELECT_RECORD} WHERE org_id = {org:UUID} ORDER BY requested_at DESC`, { org: orgId.toLowerCase() });

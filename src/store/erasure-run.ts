@@ -10,16 +10,24 @@ export interface EraseRequest {
   readonly reason: string;
 }
 
+/** Which erasure of its scope a record is, and the one before it. */
+export interface ErasureOrdinal {
+  /** 1 for a scope's first erasure, 2 for the one that erased it again, and so on. */
+  readonly ordinal: number;
+  /** The scope's erasure before this one, finished; undefined for a first. */
+  readonly previous: ErasureRecord | undefined;
+}
+
 /** One step of a run, for the operator's progress lines. */
 export type EraseStep =
-  | { readonly kind: 'started' | 'resumed' | 'already-finished'; readonly record: ErasureRecord }
+  | ({ readonly kind: 'started' | 'resumed' | 'already-finished'; readonly record: ErasureRecord } & ErasureOrdinal)
   | { readonly kind: 'waiting'; readonly untilMs: number; readonly why: 'suppression' | 'finish' }
   | { readonly kind: 'counted'; readonly events: number }
   | { readonly kind: 'deleted'; readonly table: string }
   | { readonly kind: 'stragglers'; readonly events: number; readonly pass: number }
   | { readonly kind: 'finished'; readonly record: ErasureRecord };
 
-export interface EraseOutcome {
+export interface EraseOutcome extends ErasureOrdinal {
   readonly record: ErasureRecord;
   /** Events this run removed: 0 for an erasure already finished. */
   readonly removedNow: number;
@@ -29,15 +37,6 @@ export interface EraseOutcome {
 /** A run that deleted and still found the scope's events, pass after pass: it stays running, and the same command resumes it. */
 export class ErasureIncompleteError extends Error {
   override readonly name = 'ErasureIncompleteError';
-}
-
-/**
- * The scope was erased and holds events again (written after its suppression ended): a
- * second erasure of one scope is not built (its record would replace the first's audit), and
- * answering "already finished" would tell the operator the data is gone when it is not.
- */
-export class ErasedScopeWrittenAgainError extends Error {
-  override readonly name = 'ErasedScopeWrittenAgainError';
 }
 
 /**
@@ -76,8 +75,11 @@ export interface EraseOptions {
  *    table derived from events, then counts again and deletes again what a late batch wrote;
  * 4. the record is written finished, and it waits two poll intervals more, so every gateway
  *    has seen it finish and dropped the first pages it kept, before it returns.
- * The same scope is the same erasure: a run on a running record resumes it (the deletes are
- * idempotent), a run on a finished one removes nothing and says so.
+ * A run goes by the scope's newest erasure: a running one is resumed (the deletes are
+ * idempotent); a finished one whose scope holds no event is reported, removing nothing; a
+ * finished one whose scope holds events again (written after its suppression ended) is
+ * followed by a new erasure of the scope, with its own record and suppression, the earlier
+ * records left as they are.
  */
 export async function runErasure(request: EraseRequest, options: EraseOptions): Promise<EraseOutcome> {
   const { store, settings } = options;
@@ -92,22 +94,24 @@ export async function runErasure(request: EraseRequest, options: EraseOptions): 
     await sleep(left);
   };
 
-  const found = await store.find(scope);
-  if (found?.status === 'finished') {
-    const since = await store.countEvents(scope);
-    if (since > 0) {
-      throw new ErasedScopeWrittenAgainError(
-        `${describeScope(scope)} was erased (finished ${new Date(found.finishedAtMs!).toISOString()}) and holds ${since} events again, written after its suppression ended; erasing one scope a second time is not supported: nothing was deleted`,
-      );
-    }
-    progress({ kind: 'already-finished', record: found });
-    return { record: found, removedNow: 0, alreadyFinished: true };
+  const history = await store.history(scope);
+  const latest = history.at(-1);
+  // "Finished" is a promise that the scope holds nothing: kept only while it is still true.
+  if (latest?.status === 'finished' && (await store.countEvents(scope)) === 0) {
+    const ordinal = { ordinal: history.length, previous: history.at(-2) };
+    progress({ kind: 'already-finished', record: latest, ...ordinal });
+    return { record: latest, removedNow: 0, alreadyFinished: true, ...ordinal };
   }
   let record: ErasureRecord;
-  if (found === undefined) {
+  let ordinal: ErasureOrdinal;
+  if (latest === undefined || latest.status === 'finished') {
+    // A new erasure, never a new version of the last: its audit stays as it was written.
+    let next = history.length + 1;
+    while (history.some((r) => r.erasureId === erasureId(scope, next))) next++;
+    ordinal = { ordinal: next, previous: latest };
     const startedAtMs = now();
     record = {
-      erasureId: erasureId(scope),
+      erasureId: erasureId(scope, next),
       scope,
       requestedBy: request.requestedBy,
       reason: request.reason,
@@ -119,11 +123,12 @@ export async function runErasure(request: EraseRequest, options: EraseOptions): 
       suppressUntilMs: startedAtMs + settings.suppressDays * DAY_MS,
     };
     await store.save(record);
-    progress({ kind: 'started', record });
+    progress({ kind: 'started', record, ...ordinal });
   } else {
     // Resumed as first asked: who, why and since when stay the first request's.
-    record = found;
-    progress({ kind: 'resumed', record });
+    record = latest;
+    ordinal = { ordinal: history.length, previous: history.at(-2) };
+    progress({ kind: 'resumed', record, ...ordinal });
   }
 
   await waitUntil(record.startedAtMs + 2 * settings.pollMs + (options.inFlightMs ?? 0), 'suppression');
@@ -153,5 +158,5 @@ export async function runErasure(request: EraseRequest, options: EraseOptions): 
   await store.save(record);
   await waitUntil(record.finishedAtMs! + 2 * settings.pollMs, 'finish');
   progress({ kind: 'finished', record });
-  return { record, removedNow, alreadyFinished: false };
+  return { record, removedNow, alreadyFinished: false, ...ordinal };
 }

@@ -22,18 +22,28 @@ export function normalizedScope(scope: ErasureScope): ErasureScope {
 }
 
 /**
- * The erasure's id, the same for the same scope every time: a second run of the command
- * for a scope finds the first one's record and resumes or reports it, so a run cut short
- * (a crash, a lost terminal) is finished by running the same command again. A SHA-256 of
- * the scope written as a UUID (version 8, RFC 9562's custom form).
+ * The id of a scope's `ordinal`-th erasure (1 for its first), the same for the same scope
+ * and ordinal every time: a second run of the command finds the record it started and
+ * resumes or reports it, so a run cut short (a crash, a lost terminal) is finished by
+ * running the same command again, and two operators who start the same next erasure at
+ * once write one record, not two. A SHA-256 of the scope (and, past the first, the ordinal)
+ * written as a UUID (version 8, RFC 9562's custom form); a first erasure's id is the one
+ * records written before erasures could repeat already carry.
  */
-export function erasureId(scope: ErasureScope): string {
+export function erasureId(scope: ErasureScope, ordinal = 1): string {
+  if (!Number.isInteger(ordinal) || ordinal < 1) throw new RangeError(`an erasure's ordinal is a positive integer, not ${ordinal}`);
   const s = normalizedScope(scope);
-  const hash = createHash('sha256').update(`erasure/${s.orgId}/${s.projectId ?? '*'}/${s.deviceId ?? '*'}`).digest();
+  const hash = createHash('sha256').update(`erasure/${s.orgId}/${s.projectId ?? '*'}/${s.deviceId ?? '*'}${ordinal === 1 ? '' : `/${ordinal}`}`).digest();
   hash[6] = (hash[6]! & 0x0f) | 0x80;
   hash[8] = (hash[8]! & 0x3f) | 0x80;
   const hex = hash.subarray(0, 16).toString('hex');
   return `${hex.slice(0, 8)}-${hex.slice(8, 12)}-${hex.slice(12, 16)}-${hex.slice(16, 20)}-${hex.slice(20, 32)}`;
+}
+
+/** A text equal for two scopes exactly when they are the same scope (the same org, project and device, or the same absence of them). */
+export function scopeKey(scope: ErasureScope): string {
+  const s = normalizedScope(scope);
+  return `${s.orgId}/${s.projectId ?? '*'}/${s.deviceId ?? '*'}`;
 }
 
 /** What an event must name for a scope to cover it. */

@@ -1,5 +1,5 @@
 import type { Logger } from '../observability/logger.js';
-import type { ErasureRecord, ErasureStore } from './clickhouse-erasure.js';
+import { governingErasures, type ErasureRecord, type ErasureStore } from './clickhouse-erasure.js';
 import type { ErasureScope } from './erasure-scope.js';
 import type { ErasureConfig } from './erasure-settings.js';
 
@@ -58,7 +58,11 @@ function indexOf(records: readonly ErasureRecord[]): Index {
   return index;
 }
 
-/** What a record's state is for telling changes: its id and its status. */
+/**
+ * What a record's state is for telling changes: its id and its status. A scope's next
+ * erasure has an id of its own, so it is told as new (and the pages kept since the scope was
+ * written again are dropped) even where this process last saw the scope's earlier one.
+ */
 const stateOf = (record: ErasureRecord) => `${record.erasureId}/${record.status}`;
 
 export async function createErasureSuppressions(options: SuppressionOptions): Promise<ErasureSuppressions> {
@@ -70,7 +74,9 @@ export async function createErasureSuppressions(options: SuppressionOptions): Pr
   let failures = 0;
 
   async function refresh(): Promise<void> {
-    const records = await store.active(now());
+    const at = now();
+    // The store answers one record per scope; applied here again so that the rule holds whatever store answers.
+    const records = governingErasures(await store.active(at), at);
     const states = new Set(records.map(stateOf));
     const isNew = records.some((record) => !seen.has(stateOf(record)));
     // The index is replaced before anyone is told: a page read again after the change already sees the scope suppressed.

@@ -1,9 +1,11 @@
 /**
- * The erasures table: one record per erased scope, its audit (who, why, when, how many
- * events) and its suppression (until when the scope's arriving events are dropped). A
- * change of status is a new row of the same erasure_id with a later updated_at, folded by
+ * The erasures table: one record per erasure, its audit (who, why, when, how many events)
+ * and its suppression (until when the scope's arriving events are dropped). A scope erased,
+ * written again and erased again has a record for each erasure, each under its own id
+ * (erasureId's ordinal), so that no later erasure rewrites an earlier one's audit. A change
+ * of status is a new row of the same erasure_id with a later updated_at, folded by
  * ReplacingMergeTree and read with FINAL; sharded by organization, so every row of one
- * erasure lies on one shard and FINAL folds them there.
+ * erasure, and every erasure of one scope, lies on one shard and FINAL folds them there.
  */
 export const ERASURES_TABLE = 'erasures';
 

@@ -2,8 +2,10 @@ import { expect } from 'chai';
 import type { CanonicalEvent, CanonicalEventPageResponse } from '../../../src/generated/schema-types.js';
 import { createClickHouseServerTransport } from '../../../src/store/clickhouse-server-transport.js';
 import type { SqlTransport } from '../../../src/store/sql-transport.js';
+import { runErasure } from '../../../src/store/erasure-run.js';
 import { canonicalEvent, hs256Token, uuid } from '../../support/factories.js';
 import { startTestGateway, type Tenant, type TestGateway } from '../../support/test-gateway.js';
+import { waitFor } from '../../support/wait-for.js';
 import { clusterGatewayEnv, clusterInfra } from './cluster-suite.js';
 
 const LOCAL_TABLES = ['events_local', 'events_by_device_local', 'device_spans_local', 'event_spans_local'];
@@ -104,5 +106,46 @@ describe('erasure on two ClickHouse shards [cluster]', function () {
     expect(record).to.deep.equal(outcome.record);
     const again = await eraser.runtime.erasure.erase({ scope: { orgId: tenant.orgId }, requestedBy: 'ops:cluster-test', reason: 'left' });
     expect(again).to.deep.include({ alreadyFinished: true, removedNow: 0 });
+  });
+
+  it('erases an organization again once its suppression has ended and it was written again: both shards emptied, a second record beside the first on its shard, the other gateway suppressing it anew', async () => {
+    const org = eraser.tenant();
+    const orgHeaders = { authorization: `Bearer ${await hs256Token(keeper.secret, { orgIds: [org.orgId] })}`, 'org-id': org.orgId };
+    const rowsOf = (table: string) =>
+      Promise.all(shards.map(async (shard) => Number((await shard.query<{ n: string }>(`SELECT count() AS n FROM ${table} WHERE org_id = {org:UUID}`, { org: org.orgId }))[0]!.n)));
+    const eventsIn = (projectId: string, n: number) => Array.from({ length: n }, () => canonicalEvent({ org_id: org.orgId, project_id: projectId, device_id: uuid() }));
+    const orgProjects: string[] = [];
+    const fill = async (gw: TestGateway) => {
+      // Projects until both shards hold some of the organization's events.
+      for (let attempt = 0; attempt < 64 && !(await rowsOf('events_local')).every((n) => n > 0); attempt += 1) {
+        const projectId = orgProjects[attempt] ?? uuid();
+        if (orgProjects[attempt] === undefined) orgProjects.push(projectId);
+        await gw.seed(eventsIn(projectId, 2));
+      }
+    };
+    const coveredOn = (gw: TestGateway) => gw.runtime.erasure.suppressions.covers({ org_id: org.orgId, project_id: orgProjects[0]! }, () => null);
+    await fill(eraser);
+    const scope = { orgId: org.orgId };
+    // A suppression of seconds: ERASURE_SUPPRESS_DAYS is a day at least, so the first run is given its settings.
+    const first = await runErasure({ scope, requestedBy: 'ops:first', reason: 'left' }, { store: eraser.runtime.erasure.store, settings: { pollMs: 200, suppressDays: 3000 / 86_400_000 } });
+    expect(await rowsOf('events_local')).to.deep.equal([0, 0]);
+    await waitFor('the first suppression to end on the other gateway', async () => (coveredOn(keeper) ? undefined : true), 30_000);
+
+    // Back, through the other gateway, on both shards; that gateway keeps a first page of it.
+    await fill(keeper);
+    expect((await keeper.call<CanonicalEventPageResponse>('GET', `/projects/${orgProjects[0]!}/events?limit=50`, { headers: orgHeaders })).body.data.items.length).to.be.greaterThan(0);
+    const written = (await rowsOf('events_local')).reduce((a, b) => a + b, 0);
+
+    const second = await eraser.runtime.erasure.erase({ scope, requestedBy: 'ops:second', reason: 'left again' });
+    expect(second).to.deep.include({ ordinal: 2, previous: first.record, removedNow: written, alreadyFinished: false });
+    for (const table of LOCAL_TABLES) expect(await rowsOf(table), table).to.deep.equal([0, 0]);
+    const kept = await keeper.call<CanonicalEventPageResponse>('GET', `/projects/${orgProjects[0]!}/events?limit=50`, { headers: orgHeaders });
+    expect(kept.body.data.items).to.deep.equal([]);
+    expect(coveredOn(keeper)).to.equal(true);
+
+    // Both records on the organization's one shard, the first as its run wrote it.
+    expect(await rowsOf('erasures_local').then((n) => n.filter((rows) => rows > 0).length)).to.equal(1);
+    const audit = await keeper.runtime.erasure.store.ofOrg(org.orgId);
+    expect(audit).to.have.deep.members([first.record, second.record]);
   });
 });

@@ -1,7 +1,8 @@
 import { expect } from 'chai';
-import type { ErasureRecord, ErasureStore } from '../../../src/store/clickhouse-erasure.js';
-import { ErasedScopeWrittenAgainError, ErasureIncompleteError, runErasure, type EraseStep } from '../../../src/store/erasure-run.js';
-import { erasureId, scopeCovers, type ErasureScope } from '../../../src/store/erasure-scope.js';
+import { progressLine } from '../../../src/erasure/erase-progress.js';
+import { governingErasures, type ErasureRecord, type ErasureStore } from '../../../src/store/clickhouse-erasure.js';
+import { ErasureIncompleteError, runErasure, type EraseStep } from '../../../src/store/erasure-run.js';
+import { erasureId, scopeCovers, scopeKey, type ErasureScope } from '../../../src/store/erasure-scope.js';
 
 const ORG = '0b5e7e5c-4d2e-4c59-9d1e-0a9a7b1c2d3e';
 const PROJECT = '1c6f8f6d-5e3f-4d6a-8e2f-1b0b8c2d3e4f';
@@ -21,14 +22,14 @@ function memoryStore(rows: Row[]) {
   let afterDelete: (() => void) | undefined;
   let failDelete: string | undefined;
   const store: ErasureStore = {
-    async find(scope) {
-      return records.get(erasureId(scope));
+    async history(scope) {
+      return [...records.values()].filter((r) => scopeKey(r.scope) === scopeKey(scope)).sort((a, b) => a.startedAtMs - b.startedAtMs);
     },
     async save(record) {
       records.set(record.erasureId, record);
     },
     async active(nowMs) {
-      return [...records.values()].filter((r) => r.suppressUntilMs > nowMs);
+      return governingErasures([...records.values()], nowMs);
     },
     async ofOrg(orgId) {
       return [...records.values()].filter((r) => r.scope.orgId === orgId);
@@ -102,26 +103,82 @@ describe('an erasure run', () => {
     expect(m.deletes).to.deep.equal(['events', 'events_by_device', 'device_spans', 'command_log']);
   });
 
-  it('is a no-op on a finished erasure of the same scope, whoever runs it', async () => {
+  it('is a no-op on a finished erasure of the same scope that holds no event, whoever runs it', async () => {
     const m = memoryStore(rowsOf(ORG, PROJECT, 4));
     const first = await runErasure(request, m.options());
     const again = await runErasure({ ...request, requestedBy: 'ops:bob' }, m.options());
-    expect(again).to.deep.equal({ record: first.record, removedNow: 0, alreadyFinished: true });
+    expect(again).to.deep.equal({ record: first.record, removedNow: 0, alreadyFinished: true, ordinal: 1, previous: undefined });
+    expect(m.records.size).to.equal(1);
   });
 
-  it('refuses, deleting nothing, a scope erased before that holds events again, instead of calling it done', async () => {
-    const rows = rowsOf(ORG, PROJECT, 4);
+  it('erases a scope written again after its suppression ended as a new erasure with its own record, leaving the first as it was', async () => {
+    const rows = [...rowsOf(ORG, PROJECT, 4), ...rowsOf(ORG, 'other', 2)];
     const m = memoryStore(rows);
-    await runErasure(request, m.options());
-    rows.push(...rowsOf(ORG, PROJECT, 2));
-    const deletesBefore = m.deletes.length;
-    const refused = await runErasure(request, m.options()).then(
+    const first = await runErasure(request, m.options());
+    const firstRecord = structuredClone(first.record);
+    // A month and a day on: the first suppression has ended, and the scope is written again.
+    m.clock.now = first.record.suppressUntilMs + 86_400_000;
+    expect(await m.store.active(m.clock.now), 'nothing suppresses the scope').to.deep.equal([]);
+    rows.push(...rowsOf(ORG, PROJECT, 3).map((r) => ({ ...r, id: `${r.id}-again` })));
+
+    const steps: EraseStep[] = [];
+    const startedAt = m.clock.now;
+    const second = await runErasure({ ...request, requestedBy: 'ops:bob', reason: 'asked again' }, m.options(steps));
+    expect(second).to.deep.include({ removedNow: 3, alreadyFinished: false, ordinal: 2, previous: first.record });
+    expect(second.record).to.deep.include({ erasureId: erasureId(scope, 2), status: 'finished', eventsRemoved: 3, requestedBy: 'ops:bob', reason: 'asked again', startedAtMs: startedAt });
+    expect(second.record.erasureId).to.not.equal(first.record.erasureId);
+    expect(second.record.suppressUntilMs).to.equal(startedAt + 30 * 86_400_000);
+    expect(rows.map((r) => r.project_id)).to.deep.equal(['other', 'other']);
+    // Append-only audit: the first record is the one its own run wrote.
+    expect(m.records.get(first.record.erasureId)).to.deep.equal(firstRecord);
+    expect(m.records.size).to.equal(2);
+    // The new erasure suppresses the scope again, for its own window.
+    expect((await m.store.active(m.clock.now)).map((r) => r.erasureId)).to.deep.equal([second.record.erasureId]);
+
+    const started = steps[0]!;
+    expect(started).to.deep.include({ kind: 'started', ordinal: 2, previous: first.record });
+    expect(progressLine(started)).to.include("the scope's second erasure, after " + first.record.erasureId).and.include('4 events removed');
+
+    // Run again with nothing written since: the second is reported, naming the first.
+    const third = await runErasure(request, m.options());
+    expect(third).to.deep.include({ record: second.record, removedNow: 0, alreadyFinished: true, ordinal: 2, previous: first.record });
+    expect(m.records.size).to.equal(2);
+  });
+
+  it('resumes a second erasure cut short rather than starting a third', async () => {
+    const rows = rowsOf(ORG, PROJECT, 2);
+    const m = memoryStore(rows);
+    const first = await runErasure(request, m.options());
+    m.clock.now = first.record.suppressUntilMs + 1;
+    rows.push(...rowsOf(ORG, PROJECT, 5));
+    m.failDelete = 'event_spans';
+    const steps: EraseStep[] = [];
+    await runErasure({ ...request, requestedBy: 'ops:bob' }, m.options(steps)).then(
+      () => expect.fail('the delete failed'),
       () => undefined,
-      (error: unknown) => error,
     );
-    expect(refused).to.be.instanceOf(ErasedScopeWrittenAgainError);
-    expect((refused as Error).message).to.match(/holds 2 events again/);
-    expect(m.deletes.length, 'nothing deleted').to.equal(deletesBefore);
+    expect(m.records.get(erasureId(scope, 2))).to.deep.include({ status: 'running', eventsRemoved: 5, requestedBy: 'ops:bob' });
+    m.failDelete = undefined;
+    const resumedSteps: EraseStep[] = [];
+    const resumed = await runErasure({ ...request, requestedBy: 'ops:carol' }, m.options(resumedSteps));
+    expect(resumed).to.deep.include({ ordinal: 2, previous: first.record, alreadyFinished: false });
+    expect(resumed.record).to.deep.include({ erasureId: erasureId(scope, 2), status: 'finished', eventsRemoved: 5, requestedBy: 'ops:bob' });
+    expect(resumedSteps[0]!.kind).to.equal('resumed');
+    expect(m.records.size).to.equal(2);
+    expect(m.records.get(first.record.erasureId)).to.deep.equal(first.record);
+  });
+
+  it('stands for a scope by its newest living erasure, lets an ended one suppress nothing, and keeps an older window that outlasts a shorter newer one', () => {
+    const base: ErasureRecord = { erasureId: erasureId(scope), scope, requestedBy: 'ops', reason: '', status: 'finished', requestedAtMs: 0, startedAtMs: 0, finishedAtMs: 10, eventsRemoved: 1, suppressUntilMs: 1000 };
+    const second: ErasureRecord = { ...base, erasureId: erasureId(scope, 2), status: 'running', startedAtMs: 100, requestedAtMs: 100, suppressUntilMs: 500 };
+    const otherScope: ErasureRecord = { ...base, erasureId: erasureId({ orgId: ORG }), scope: { orgId: ORG } };
+    const ids = (records: ErasureRecord[]) => records.map((r) => r.erasureId);
+    // Both open: the scope counts once, as its newest (whose status a process tells).
+    expect(ids(governingErasures([second, base, otherScope], 200))).to.deep.equal([second.erasureId, otherScope.erasureId]);
+    // The second, begun with a shorter window, has ended: the first's window, still open, keeps the scope suppressed.
+    expect(ids(governingErasures([base, second], 600))).to.deep.equal([base.erasureId]);
+    // Every window ended: nothing suppresses, the newest no more than the oldest.
+    expect(governingErasures([base, second, otherScope], 1000)).to.deep.equal([]);
   });
 
   it('resumes a run cut short, keeping the first count, who asked and when', async () => {

@@ -17,6 +17,19 @@ describe('erasure scope', () => {
     expect(new Set(ids).size).to.equal(4);
   });
 
+  it('gives each erasure of one scope its own id, the first keeping the id records written before repeated erasures carry', () => {
+    const scope = { orgId: ORG, projectId: PROJECT };
+    // What erasureId answered when a scope had one erasure only: an existing record stays its scope's first.
+    expect(erasureId(scope)).to.equal('65eba71c-3969-8cfd-bd90-3a12caa7ace6');
+    expect(erasureId(scope, 1)).to.equal(erasureId(scope));
+    const ids = [1, 2, 3, 10].map((n) => erasureId(scope, n));
+    expect(new Set(ids).size).to.equal(4);
+    expect(ids.every(isUuid)).to.equal(true);
+    expect(erasureId({ orgId: ORG.toLowerCase(), projectId: PROJECT }, 2)).to.equal(ids[1]);
+    expect(erasureId({ orgId: ORG }, 2)).to.not.equal(ids[1]);
+    expect(() => erasureId(scope, 0)).to.throw(RangeError);
+  });
+
   it('covers the events of its organization, project and device, and no other', () => {
     const event = { org_id: ORG, project_id: PROJECT, device_id: DEVICE };
     const org = normalizedScope({ orgId: ORG });

@@ -72,6 +72,51 @@ describe('erasure suppressions', () => {
     await suppressions.stop();
   });
 
+  it('follows a scope erased again: the new erasure is told as new though the first was seen, and an ended window never suppresses again', async () => {
+    const scope = { orgId: ORG, projectId: PROJECT };
+    const first: ErasureRecord = { ...record(scope, 'finished', 1000), startedAtMs: 0 };
+    let records: ErasureRecord[] = [first];
+    let changes = 0;
+    let now = 0;
+    const suppressions = await createErasureSuppressions({
+      // A store that answers every record, old or new: the rule holds in the suppressions whatever the store answers.
+      store: { active: async () => records },
+      settings: { pollMs: 1000, suppressDays: 30 },
+      logger,
+      changed: () => changes++,
+      now: () => now,
+      polling: false,
+    });
+    const event = { org_id: ORG, project_id: PROJECT };
+    expect(suppressions.covers(event, () => null)).to.equal(true);
+    expect(changes).to.equal(1);
+
+    // The first's window ends: the project's events are taken again, and nothing is told.
+    now = 2000;
+    await suppressions.refresh();
+    expect(suppressions.covers(event, () => null)).to.equal(false);
+    expect(changes).to.equal(1);
+
+    // Erased again: a new record, new to this process even though it knew the scope's first.
+    const second: ErasureRecord = { ...record(scope, 'running', 50_000), erasureId: erasureId(scope, 2), startedAtMs: 2000, requestedAtMs: 2000 };
+    records = [first, second];
+    await suppressions.refresh();
+    expect(suppressions.covers(event, () => null)).to.equal(true);
+    expect(suppressions.active).to.equal(1);
+    expect(changes).to.equal(2);
+
+    // The second finishes: told once more; when its window ends nothing suppresses the project, the first no more than the second.
+    records = [first, { ...second, status: 'finished', finishedAtMs: 3000 }];
+    await suppressions.refresh();
+    expect(changes, 'the second finished').to.equal(3);
+    now = 60_000;
+    await suppressions.refresh();
+    expect(suppressions.active).to.equal(0);
+    expect(suppressions.covers(event, () => null)).to.equal(false);
+    expect(changes).to.equal(3);
+    await suppressions.stop();
+  });
+
   it('keeps the last list in force while the store cannot be read', async () => {
     let failing = false;
     const suppressions = await createErasureSuppressions({
