@@ -16,9 +16,25 @@ export async function gatewayMetrics(gatewayUrl: string): Promise<(name: string,
   };
 }
 
-/** The gateway's feed_first_pages_total by source, the times its watch lost track of the store, and the pages it read again or brought up to date when written. */
-export async function firstPageCounts(gatewayUrl: string): Promise<{ memory: number; store: number; lostTrack: number; refreshed: number; merged: number }> {
+export interface FirstPageCounts {
+  readonly memory: number;
+  readonly store: number;
+  readonly lostTrack: number;
+  readonly refreshed: number;
+  readonly merged: number;
+  /** Whether the watch follows the store's writes now (feed_first_pages_watched). */
+  readonly watched: number;
+  /** The watch's polls, and those that took longer than the default STREAM_POLL_MS (500 ms), which leave kept pages unserved. */
+  readonly polls: number;
+  readonly latePolls: number;
+  /** The watch's windows by how they reached the pages (feed_first_pages_watch_windows_total). */
+  readonly windows: { readonly rows: number; readonly named: number; readonly all: number };
+}
+
+/** The gateway's feed_first_pages_total by source, the times its watch lost track of the store, the pages it read again or brought up to date when written, and how its watch's polls went. */
+export async function firstPageCounts(gatewayUrl: string): Promise<FirstPageCounts> {
   const metric = await gatewayMetrics(gatewayUrl);
+  const polls = metric('feed_first_pages_watch_poll_seconds_count');
   return {
     // Page reads of either kind: first pages, and pages by cursor cut from a kept first page or read.
     memory: metric('feed_first_pages_total', { source: 'memory' }, 0) + metric('feed_cursor_pages_total', { source: 'memory' }, 0),
@@ -26,5 +42,13 @@ export async function firstPageCounts(gatewayUrl: string): Promise<{ memory: num
     lostTrack: metric('feed_first_pages_lost_track_total'),
     refreshed: metric('feed_first_pages_refreshed_total'),
     merged: metric('feed_first_pages_merged_total'),
+    watched: metric('feed_first_pages_watched'),
+    polls,
+    latePolls: polls - metric('feed_first_pages_watch_poll_seconds_bucket', { le: '0.5' }),
+    windows: {
+      rows: metric('feed_first_pages_watch_windows_total', { reached: 'rows' }, 0),
+      named: metric('feed_first_pages_watch_windows_total', { reached: 'named' }, 0),
+      all: metric('feed_first_pages_watch_windows_total', { reached: 'all' }, 0),
+    },
   };
 }

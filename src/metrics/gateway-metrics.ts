@@ -39,6 +39,8 @@ export interface GatewayMetrics {
   /** Times the watch fell behind the store's writes while following them, each time serving no kept first page until it caught up. */
   readonly firstPagesLostTrack: Counter;
   /** Kept first pages read again ahead of the dashboards that poll them: their project was written and the write dropped them, or they near their age. */
+  readonly firstPagesWatchPoll: Histogram;
+  readonly firstPagesWatchWindows: Counter<'reached'>;
   readonly firstPagesRefreshed: Counter;
   /** Kept first pages a window of the watch changed in memory, with no store read. */
   readonly firstPagesMerged: Counter;
@@ -156,6 +158,18 @@ export function createGatewayMetrics(): GatewayMetrics {
     firstPagesLostTrack: new Counter({
       name: 'feed_first_pages_lost_track_total',
       help: "Times the watch of the store's writes fell behind them (a poll failed or ran longer than STREAM_POLL_MS), each time serving no kept first page until a poll ended well and on time.",
+      registers,
+    }),
+    firstPagesWatchPoll: new Histogram({
+      name: 'feed_first_pages_watch_poll_seconds',
+      help: "Time each poll of the watch of the store's writes took, failed ones included: one longer than STREAM_POLL_MS leaves kept first pages unserved until a poll ends on time.",
+      buckets: [0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10],
+      registers,
+    }),
+    firstPagesWatchWindows: new Counter({
+      name: 'feed_first_pages_watch_windows_total',
+      help: "Windows of the store's writes the watch of kept first pages handed on, by how: rows (their rows read, pages brought up to date in memory), named (too many rows: their projects named, pages dropped) or all (every kept page dropped).",
+      labelNames: ['reached'],
       registers,
     }),
     firstPagesRefreshed: new Counter({

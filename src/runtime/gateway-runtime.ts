@@ -179,6 +179,8 @@ export async function startRuntime(config: Config, logger: Logger, env: CommandE
         logger,
         watched: (seeing) => metrics.firstPagesWatched.set(seeing),
         lostTrack: () => metrics.firstPagesLostTrack.inc(),
+        polled: (seconds) => metrics.firstPagesWatchPoll.observe(seconds),
+        window: (reached) => metrics.firstPagesWatchWindows.inc({ reached }),
       });
       closers.push(() => watch.stop());
     }

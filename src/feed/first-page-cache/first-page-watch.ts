@@ -22,10 +22,14 @@ export const MAX_NAMED_PROJECTS = 1000;
 /**
  * A poll reads the rows of its window (copies and every project's included), to bring
  * kept pages up to date, only up to this many; past it (a busy ingest) it names the
- * projects and drops their pages, as reading that many rows every poll would cost more
- * than reading the polled pages again.
+ * projects and drops their pages. Ingest writes in batches, so a window of a steady rate
+ * holds a whole insert or none: at 1,000 events a second, windows of 1,000 rows came too
+ * large more often than not, and the pages of every project written were dropped and read
+ * again, which cost a server more than reading rows (docs/decisions/dashboard-polling.md).
+ * Ten thousand rows a window are 20,000 events a second at the default poll, a few
+ * megabytes for the gateway to parse.
  */
-export const MAX_WINDOW_ROWS = 1000;
+export const MAX_WINDOW_ROWS = 10_000;
 
 /**
  * After a window too large to read (or holding a row it could not read, or whose read
@@ -93,6 +97,15 @@ export function watchFirstPages(deps: {
    * shows spells too short for `watched`'s gauge to be scraped at.
    */
   lostTrack?: () => void;
+  /** Told how long each poll took, a failed one included: what says why the watch goes blind on a busy store. */
+  polled?: (seconds: number) => void;
+  /**
+   * Told how each window of writes reached the pages: its rows read (`rows`, pages brought
+   * up to date), its projects named (`named`, their pages dropped: too many rows, or a row
+   * it could not read), or every page dropped (`all`: too many projects, or the store's
+   * clock stepped back).
+   */
+  window?: (reached: 'rows' | 'named' | 'all') => void;
 }): FirstPageWatch {
   const { store, cache, settings, logger } = deps;
   deps.watched?.(0);
@@ -113,6 +126,11 @@ export function watchFirstPages(deps: {
     logger.warn({ err: error, why }, 'first pages are read from the store until the watch of its writes catches up');
   };
 
+  const dropAll = () => {
+    cache.invalidateAll();
+    deps.window?.('all');
+  };
+
   /** Brings the kept pages up to date with the window's rows, or drops those of the projects it names. */
   const report = async (from: string, before: string) => {
     const rows = namedOnly > 0 ? undefined : await store.writtenEvents(from, before, MAX_WINDOW_ROWS).catch((error: unknown) => {
@@ -122,43 +140,54 @@ export function watchFirstPages(deps: {
     });
     if (rows !== undefined) {
       for (const [project, events] of byProject(rows)) cache.written(project, events);
+      deps.window?.('rows');
       return;
     }
     namedOnly = namedOnly > 0 ? namedOnly - 1 : NAMED_POLLS_AFTER_TOO_MANY;
     const changed = await store.changedProjects(from, before, MAX_NAMED_PROJECTS);
-    if (changed === undefined) cache.invalidateAll();
-    else for (const project of changed) cache.invalidate(project);
+    if (changed === undefined) dropAll();
+    else {
+      for (const project of changed) cache.invalidate(project);
+      deps.window?.('named');
+    }
+  };
+
+  /** Reads the store's horizon and hands the window since the last one to the cache. */
+  const follow = async (started: number) => {
+    const horizon = await store.tailHorizon(settings.settleMs);
+    const answeredAt = performance.now();
+    // Both are fixed-width store texts: text order is time order.
+    if (from !== undefined && horizon > from) {
+      // The store's clock moved less than ours since it answered `from`, which it cannot
+      // without stepping back: a step of more than `settleMs`, caught up since (over a
+      // blind spell, say), gave rows written meanwhile an ingested_at below `from`, which
+      // no window from it holds.
+      const steppedBack = msOf(horizon) - msOf(from) < started - fromAnsweredAt - settings.settleMs;
+      if (steppedBack) dropAll();
+      else await report(from, horizon);
+    } else if (from !== undefined && horizon < from) {
+      // The store's clock went back: rows written now may carry an ingested_at below
+      // `from`, which no window from it would ever hold. Start again from here.
+      dropAll();
+    }
+    from = horizon;
+    fromAnsweredAt = answeredAt;
   };
 
   const poll = async () => {
     const started = performance.now();
     const slow = setTimeout(() => goBlind(`a poll took longer than ${settings.pollMs} ms`), settings.pollMs);
     try {
-      const horizon = await store.tailHorizon(settings.settleMs);
-      const answeredAt = performance.now();
-      // Both are fixed-width store texts: text order is time order.
-      if (from !== undefined && horizon > from) {
-        // The store's clock moved less than ours since it answered `from`, which it cannot
-        // without stepping back: a step of more than `settleMs`, caught up since (over a
-        // blind spell, say), gave rows written meanwhile an ingested_at below `from`, which
-        // no window from it holds.
-        const steppedBack = msOf(horizon) - msOf(from) < started - fromAnsweredAt - settings.settleMs;
-        if (steppedBack) cache.invalidateAll();
-        else await report(from, horizon);
-      } else if (from !== undefined && horizon < from) {
-        // The store's clock went back: rows written now may carry an ingested_at below
-        // `from`, which no window from it would ever hold. Start again from here.
-        cache.invalidateAll();
-      }
-      from = horizon;
-      fromAnsweredAt = answeredAt;
+      await follow(started);
     } catch (error) {
       clearTimeout(slow);
+      deps.polled?.((performance.now() - started) / 1000);
       // A poll cut short by the store's client closing at shutdown is no loss of track.
       if (!stopping.signal.aborted) goBlind('a poll failed', error);
       return;
     }
     clearTimeout(slow);
+    deps.polled?.((performance.now() - started) / 1000);
     if (stopping.signal.aborted) return;
     // A busy event loop can run the store's answer before an overdue timer: the clock decides.
     if (performance.now() - started > settings.pollMs) {

@@ -125,10 +125,22 @@ describe('first page watch', () => {
     watch = undefined;
   });
   let lostTrack = 0;
+  let polls: number[] = [];
+  let reached: string[] = [];
   // Polls 50 ms apart: a poll on time is one the machine does not pause for that long.
   const start = (store: ReturnType<typeof scriptedStore>, cache: ReturnType<typeof recordingCache>, pollMs = 50, settleMs = 2000) => {
     lostTrack = 0;
-    return (watch = watchFirstPages({ store: store.store, cache: cache.cache, settings: { settleMs, pollMs }, logger: createLogger('silent'), lostTrack: () => (lostTrack += 1) }));
+    polls = [];
+    reached = [];
+    return (watch = watchFirstPages({
+      store: store.store,
+      cache: cache.cache,
+      settings: { settleMs, pollMs },
+      logger: createLogger('silent'),
+      lostTrack: () => (lostTrack += 1),
+      polled: (seconds) => polls.push(seconds),
+      window: (how) => reached.push(how),
+    }));
   };
 
   it('lets the cache keep pages once its first poll has a horizon, and asks for every window after it with no gap and no overlap', async () => {
@@ -201,6 +213,23 @@ describe('first page watch', () => {
     store.write('too many');
     await waitFor('every page dropped', async () => (cache.count('invalidateAll') > 0 ? true : undefined));
     expect(cache.count('written'), 'no events handed').to.equal(0);
+  });
+
+  it('tells how each window reached the pages, rows read, projects named or every page dropped, and how long each poll took', async () => {
+    const store = scriptedStore();
+    const cache = recordingCache();
+    start(store, cache);
+    await waitFor('the cache to see', async () => (cache.last() === 'see' && store.windows.length > 0 ? true : undefined));
+    expect(new Set(reached), 'quiet windows are read as rows').to.deep.equal(new Set(['rows']));
+    store.write({ names: [{ orgId: uuid(), projectId: uuid() }] });
+    await waitFor('a window named', async () => (reached.includes('named') ? true : undefined));
+    store.write('too many');
+    await waitFor('a window that dropped every page', async () => (reached.includes('all') ? true : undefined));
+    expect(cache.count('invalidate'), "the named window dropped its project's pages").to.equal(1);
+    expect(reached.filter((how) => how === 'all').length).to.equal(cache.count('invalidateAll'));
+    // Every poll reports its time, the first (which has no window yet) included.
+    expect(polls.length).to.be.at.least(store.windows.length + store.named.length);
+    for (const seconds of polls) expect(seconds).to.be.within(0, 10);
   });
 
   const failures = [
