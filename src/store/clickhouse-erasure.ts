@@ -2,6 +2,7 @@ import type { ClickHouseConfig } from './clickhouse-settings.js';
 import { createClickHouseServerTransport } from './clickhouse-server-transport.js';
 import { DEVICE_EVENTS_TABLE, DEVICE_SPANS_TABLE } from './device-events.js';
 import { normalizedScope, scopeCondition, scopeKey, type ErasureScope } from './erasure-scope.js';
+import { idempotentCommand } from './idempotent-command.js';
 import type { StoreLayout } from './migrations.js';
 import type { SqlParam, SqlTransport } from './sql-transport.js';
 import { ERASURES_TABLE } from './erasures-table.js';
@@ -236,8 +237,10 @@ export async function createErasureStore(options: ErasureStoreOptions): Promise<
       const { where, params } = conditionOf(table, scope);
       for (const target of targets) {
         // A lightweight DELETE marks the rows gone at once for every read (the parts are
-        // rewritten later by merges); sync 2 returns once every replica has done so.
-        await target.transport.command(`DELETE FROM ${target.table(name)}${target.onCluster} WHERE ${where} SETTINGS lightweight_deletes_sync = 2`, params);
+        // rewritten later by merges); sync 2 returns once every replica has done so. It
+        // waits behind the table's earlier mutations, so it is asked again where the server
+        // did not answer in time; deleting what is gone already changes nothing.
+        await idempotentCommand(target.transport, `DELETE FROM ${target.table(name)}${target.onCluster} WHERE ${where} SETTINGS lightweight_deletes_sync = 2`, params);
       }
     },
     async close() {

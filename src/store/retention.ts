@@ -2,6 +2,7 @@ import { Gauge, type Registry } from 'prom-client';
 import type { Logger } from '../observability/logger.js';
 import type { ClickHouseConfig } from './clickhouse-settings.js';
 import { createClickHouseServerTransport } from './clickhouse-server-transport.js';
+import { idempotentCommand } from './idempotent-command.js';
 import { DEVICE_EVENTS_TABLE } from './device-events.js';
 import { monthsBetween, type StoreLayout } from './migrations.js';
 import type { RetentionConfig } from './retention-settings.js';
@@ -142,7 +143,8 @@ export async function createRetention(options: RetentionOptions): Promise<Retent
         if (oldest === undefined) continue;
         for (const month of monthsPast(oldest, cutoff)) {
           // A number this module made, written as the literal a partition ID must be.
-          await node.transport.command(`ALTER TABLE ${table}${node.onCluster} DROP PARTITION ID '${month}'`);
+          // Asked again where the server did not answer in time: a drop waits for the partition's merges.
+          await idempotentCommand(node.transport, `ALTER TABLE ${table}${node.onCluster} DROP PARTITION ID '${month}'`);
           dropped.push(`${table}/${month}`);
         }
       }

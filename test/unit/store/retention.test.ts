@@ -1,7 +1,12 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
 import { ConfigError } from '../../../src/settings/config-error.js';
-import { monthOf, monthsPast, retentionCutoff } from '../../../src/store/retention.js';
+import { Registry } from 'prom-client';
+import { AppError } from '../../../src/errors/app-error.js';
+import { createLogger } from '../../../src/observability/logger.js';
+import { COMMAND_TRIES as DROP_TRIES } from '../../../src/store/idempotent-command.js';
+import { createRetention, monthOf, monthsPast, retentionCutoff } from '../../../src/store/retention.js';
+import type { SqlTransport } from '../../../src/store/sql-transport.js';
 import { parseRetention } from '../../../src/store/retention-settings.js';
 
 /** The first instant of month YYYYMM, UTC. */
@@ -58,5 +63,53 @@ describe('retention', () => {
         else expect(dropped).to.deep.equal([]);
       }),
     );
+  });
+
+  describe('a drop the store does not answer in time', () => {
+    /** A store whose tables' oldest month is January 2003, and whose drops fail as `failures` says, in turn. */
+    function store(failures: (Error | undefined)[]) {
+      const commands: string[] = [];
+      const transport: SqlTransport = {
+        kind: 'clickhouse-server',
+        async command(sql) {
+          commands.push(sql);
+          const failure = failures.shift();
+          if (failure !== undefined) throw failure;
+        },
+        async query<Row>(sql: string): Promise<Row[]> {
+          const row = sql.includes('oldest_ms') ? { rows: 1, oldest_ms: Date.UTC(2003, 0, 10) } : { rows: 1, month: 200301 };
+          return [row as Row];
+        },
+        async insert() {},
+        async ping() {},
+        async close() {},
+      };
+      return { transport, commands };
+    }
+    const retentionOn = (transport: SqlTransport) =>
+      createRetention({ transport, layout: { kind: 'single' }, settings: { days: undefined }, clickhouse: undefined, registry: new Registry(), logger: createLogger('silent'), everyMs: 0 });
+    const timeout = () => new AppError('UPSTREAM_UNAVAILABLE', 'event store unavailable during command');
+    const cutoff = new Date(Date.UTC(2003, 1, 1));
+
+    it(`asks again, up to ${DROP_TRIES} times, and drops every month once it answers`, async () => {
+      const { transport, commands } = store([timeout(), timeout()]);
+      const run = await (await retentionOn(transport)).dropBefore(cutoff);
+      expect(run.dropped).to.deep.equal(['events/200301', 'events_by_device/200301']);
+      expect(commands.filter((c) => c.startsWith('ALTER TABLE events ')), 'the first drop asked three times').to.have.length(DROP_TRIES);
+    });
+
+    it(`gives up after ${DROP_TRIES} tries, failing the run`, async () => {
+      const { transport, commands } = store(Array.from({ length: DROP_TRIES }, timeout));
+      const failed = await (await retentionOn(transport)).dropBefore(cutoff).catch((error: unknown) => error);
+      expect(failed).to.be.instanceOf(AppError).with.property('code', 'UPSTREAM_UNAVAILABLE');
+      expect(commands).to.have.length(DROP_TRIES);
+    });
+
+    it('does not ask again after a failure other than the store not answering', async () => {
+      const { transport, commands } = store([new AppError('INTERNAL', 'refused')]);
+      const failed = await (await retentionOn(transport)).dropBefore(cutoff).catch((error: unknown) => error);
+      expect(failed).to.be.instanceOf(AppError).with.property('code', 'INTERNAL');
+      expect(commands).to.have.length(1);
+    });
   });
 });
