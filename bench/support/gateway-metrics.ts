@@ -22,6 +22,8 @@ export interface FirstPageCounts {
   readonly lostTrack: number;
   readonly refreshed: number;
   readonly merged: number;
+  /** Pages dropped to make room for others (feed_first_pages_evicted_total). */
+  readonly evicted: number;
   /** Whether the watch follows the store's writes now (feed_first_pages_watched). */
   readonly watched: number;
   /** The watch's polls, and those that took longer than the default STREAM_POLL_MS (500 ms), which leave kept pages unserved. */
@@ -42,6 +44,7 @@ export async function firstPageCounts(gatewayUrl: string): Promise<FirstPageCoun
     lostTrack: metric('feed_first_pages_lost_track_total'),
     refreshed: metric('feed_first_pages_refreshed_total'),
     merged: metric('feed_first_pages_merged_total'),
+    evicted: metric('feed_first_pages_evicted_total'),
     watched: metric('feed_first_pages_watched'),
     polls,
     latePolls: polls - metric('feed_first_pages_watch_poll_seconds_bucket', { le: '0.5' }),

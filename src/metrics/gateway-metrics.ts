@@ -41,6 +41,7 @@ export interface GatewayMetrics {
   /** Kept first pages read again ahead of the dashboards that poll them: their project was written and the write dropped them, or they near their age. */
   readonly firstPagesWatchPoll: Histogram;
   readonly firstPagesWatchWindows: Counter<'reached'>;
+  readonly firstPagesEvicted: Counter;
   readonly firstPagesRefreshed: Counter;
   /** Kept first pages a window of the watch changed in memory, with no store read. */
   readonly firstPagesMerged: Counter;
@@ -175,6 +176,11 @@ export function createGatewayMetrics(): GatewayMetrics {
     firstPagesRefreshed: new Counter({
       name: 'feed_first_pages_refreshed_total',
       help: 'Kept first pages read again from the store, because they had been served since they were kept: as soon as their project was written where the write dropped them, or in the last quarter of their age.',
+      registers,
+    }),
+    firstPagesEvicted: new Counter({
+      name: 'feed_first_pages_evicted_total',
+      help: 'Kept first pages dropped to make room for others (at most 10,000 pages and 302,000 events together): pages polled past that bound push one another out and are read again from the store.',
       registers,
     }),
     firstPagesMerged: new Counter({

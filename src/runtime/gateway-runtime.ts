@@ -164,6 +164,7 @@ export async function startRuntime(config: Config, logger: Logger, env: CommandE
       served: (source) => metrics.firstPages.inc({ source }),
       refreshed: () => metrics.firstPagesRefreshed.inc(),
       merged: () => metrics.firstPagesMerged.inc(),
+      evicted: () => metrics.firstPagesEvicted.inc(),
     });
     if (firstPages !== undefined) {
       // The pages read again after writes settle last of all the closers (they run in

@@ -99,6 +99,8 @@ export interface FirstPageCacheOptions<T = unknown> {
   readonly refreshed?: () => void;
   /** Told of each page that what was written to its project changed in memory. */
   readonly merged?: () => void;
+  /** Told of each page dropped to make room (`capacity`, `weight`): past the bound, polled pages push one another out and are read again. */
+  readonly evicted?: () => void;
   readonly now?: () => number;
 }
 
@@ -208,6 +210,11 @@ export function createFirstPageCache<T, W = never>(options: FirstPageCacheOption
     if (keys === undefined) keysOf.set(entry.owner, (keys = new Set()));
     keys.add(key);
   };
+  // The oldest page makes way for another.
+  const evict = () => {
+    drop(pages.keys().next().value!);
+    options.evicted?.();
+  };
   const dropAll = () => {
     epoch += 1;
     pages.clear();
@@ -219,7 +226,7 @@ export function createFirstPageCache<T, W = never>(options: FirstPageCacheOption
     drop(key);
     const heavy = weigh(entry.value);
     if (heavy > maxWeight) return;
-    while (pages.size > 0 && (pages.size >= capacity || weight + heavy > maxWeight)) drop(pages.keys().next().value!);
+    while (pages.size > 0 && (pages.size >= capacity || weight + heavy > maxWeight)) evict();
     put(key, entry);
   };
   const takeOff = (owner: string, merge: PageMerge<T, W> | undefined): Flight<T, W> => {
@@ -324,7 +331,7 @@ export function createFirstPageCache<T, W = never>(options: FirstPageCacheOption
       }
     }
     // Pages brought up to date grow: the oldest make way, as for a page kept.
-    while (pages.size > 0 && weight > maxWeight) drop(pages.keys().next().value!);
+    while (pages.size > 0 && weight > maxWeight) evict();
     for (const [key, entry] of again) refresh(key, who, entry.run, entry.merge);
   };
 
@@ -478,11 +485,15 @@ function storedEventOf(storable: StorableEvent): StoredEvent {
 export const MAX_KEPT_PAGES = 10_000;
 
 /**
- * Events the kept pages hold together, at most: 1,000 pages of the largest size as read
- * before they were read two pages deep (src/feed/pages/feed-service.ts), so that the page after
- * each costs no more memory than the pages did, only fewer of them at that size.
+ * Events the kept pages hold together, at most: the first pages of 1,000 project and 1,000
+ * device dashboards at the default page size (50), each read two pages deep and grown by
+ * merges to three (src/feed/pages/feed-service.ts), 151 events a page. At 201,000 (1,000
+ * pages of the largest size read one deep) those pages pushed one another out once their
+ * devices' pages filled, and every page pushed out was read again when next polled
+ * (docs/decisions/dashboard-polling.md). A small telemetry event costs the heap about 440
+ * bytes held, so the bound is about 130 MB of kept events.
  */
-export const MAX_KEPT_EVENTS = 201_000;
+export const MAX_KEPT_EVENTS = 302_000;
 
 /**
  * The feed's first pages this process keeps, brought up to date by its own inserts and by
@@ -494,7 +505,7 @@ export const MAX_KEPT_EVENTS = 201_000;
 export function firstPagesOf(
   config: { readonly role: string; readonly feedFirstPageMaxAgeMs: number },
   stored: Pick<StoredBatches, 'onStored'>,
-  told: Pick<FirstPageCacheOptions, 'served' | 'refreshed' | 'merged'> = {},
+  told: Pick<FirstPageCacheOptions, 'served' | 'refreshed' | 'merged' | 'evicted'> = {},
 ): FirstPageCache<FeedSlice, StoredEvent> | undefined {
   if (config.role === 'consumer' || config.feedFirstPageMaxAgeMs === 0) return undefined;
   const firstPages = createFirstPageCache<FeedSlice, StoredEvent>({

@@ -349,7 +349,8 @@ describe('first page cache', () => {
   it('holds pages weighing at most its weight together, the oldest dropped first, and none heavier alone', async () => {
     clock = 0;
     // Pages are numbers that weigh what they are.
-    const cache = createFirstPageCache<number>({ maxAgeMs: 1000, capacity: 100, weight: { of: (page) => page, atMost: 10 }, now: () => clock });
+    let evicted = 0;
+    const cache = createFirstPageCache<number>({ maxAgeMs: 1000, capacity: 100, weight: { of: (page) => page, atMost: 10 }, now: () => clock, evicted: () => (evicted += 1) });
     const owner = { orgId: uuid(), projectId: uuid() };
     const weights: Record<string, number> = { a: 4, b: 4, c: 5, heavy: 11 };
     const runs: string[] = [];
@@ -363,11 +364,13 @@ describe('first page cache', () => {
     await ask('heavy');
     expect(runs.filter((key) => key === 'heavy'), 'a page over the whole weight is never kept').to.have.length(2);
     expect(cache.size, 'and drops nothing to make room').to.equal(2);
+    expect(evicted, "one page made way: 'a'").to.equal(1);
   });
 
   it('keeps its weight through pages brought up to date, dropped and dropped all', async () => {
     clock = 0;
-    const cache = createFirstPageCache<number, number>({ maxAgeMs: 1000, capacity: 100, weight: { of: (page) => page, atMost: 10 }, now: () => clock });
+    let evicted = 0;
+    const cache = createFirstPageCache<number, number>({ maxAgeMs: 1000, capacity: 100, weight: { of: (page) => page, atMost: 10 }, now: () => clock, evicted: () => (evicted += 1) });
     const [one, two] = [
       { orgId: uuid(), projectId: uuid() },
       { orgId: uuid(), projectId: uuid() },
@@ -380,7 +383,7 @@ describe('first page cache', () => {
     cache.written(one, [4]);
     expect([cache.size, await ask(one, 'a', 0)], "'a' grown to 7: both held, at the weight").to.deep.equal([2, 7]);
     cache.written(one, [1]);
-    expect(cache.size, "'a' grown past it: the oldest, 'a', made way").to.equal(1);
+    expect([cache.size, evicted], "'a' grown past it: the oldest, 'a', made way").to.deep.equal([1, 1]);
     cache.invalidate(two);
     await ask(one, 'c', 6);
     await ask(one, 'd', 4);
@@ -389,6 +392,7 @@ describe('first page cache', () => {
     await ask(one, 'e', 10);
     await ask(one, 'e', 10);
     expect(runs, "nothing left after dropping all: 'e' fits alone, from memory").to.deep.equal(['a', 'b', 'c', 'd', 'e']);
+    expect(evicted, 'a drop and a drop of all make no room: not counted').to.equal(1);
   });
 
   it('lets go of expired pages as reads come, not only at its capacity', async () => {
