@@ -9,6 +9,7 @@
 import { waitFor } from '../../test/support/wait-for.js';
 import { mergesSettled, runSql, serverCounters, serverQuiet as quiet } from '../support/server-sql.js';
 import { firstPageCounts, gatewayMetrics } from '../support/gateway-metrics.js';
+import { askEach } from '../support/ask-each.js';
 import { autocannon, variedAutocannon } from '../support/autocannon.js';
 import { gatewayProcess, serverGatewayEnvironment } from '../support/bench-process.js';
 import { withCpu } from '../support/cpu-usage.js';
@@ -244,23 +245,6 @@ async function floorUrls(ctx: BenchContext, database: string, requests: readonly
   };
   await Promise.all(Array.from({ length: CONNECTIONS }, asker));
   return urls;
-}
-
-/** Each of `requests` asked once, `connections` at a time. */
-async function askEach(requests: readonly Request[], headers: (orgId: string) => Record<string, string>, connections: number): Promise<void> {
-  let next = 0;
-  const asker = async () => {
-    for (let r = requests[next++]; r !== undefined; r = requests[next++]) {
-      const res = await fetch(r.url, { headers: headers(r.orgId) });
-      if (res.status !== 200) {
-        // The others stop too: the scenario's failure stops the gateway under them.
-        next = requests.length;
-        throw new Error(`${r.url}: ${res.status} ${await res.text()}`);
-      }
-      await res.arrayBuffer();
-    }
-  };
-  await Promise.all(Array.from({ length: connections }, asker));
 }
 
 /**

@@ -1,8 +1,9 @@
 /**
  * What retention costs at a deployment's size (issue 54, item 1): a history of 24 months on
  * the ClickHouse server, merged as production leaves it, and the retention job
- * (src/store/retention.ts) dropping its oldest year in two steps: six months with nothing
- * else running, for its own time and the server's CPU, then six more while 32 connections
+ * (src/store/retention.ts) dropping its oldest year in two steps: the months past 18 × 30
+ * days (seven calendar months, as the month boundaries fall) with nothing else running, for
+ * its own time and the server's CPU, then those past 12 × 30 days while 32 connections
  * read first pages and device pages through a gateway, for what it does to reads. The same
  * pages are read before the drops and after them, with the server's own count of queries
  * and rows per page, since the spans still reach over the dropped months
@@ -17,6 +18,7 @@ import { parseClickHouse } from '../../src/store/clickhouse-settings.js';
 import { DEVICE_SPANS_TABLE } from '../../src/store/device-events.js';
 import { createRetention, RETENTION_TABLES, type RetentionRun } from '../../src/store/retention.js';
 import { commandTopicEnvironment, commandTopicNames } from '../../test/support/command-topics.js';
+import { askEach, type PageRequest } from '../support/ask-each.js';
 import { autocannon, variedAutocannon, type LoadRun } from '../support/autocannon.js';
 import { gatewayProcess, serverGatewayEnvironment } from '../support/bench-process.js';
 import type { BenchContext } from '../support/context.js';
@@ -35,14 +37,9 @@ const SAMPLE = 40;
 const LEAD_MS = 2000;
 const MONTH_MS = 30 * 86_400_000;
 
-interface Request {
-  readonly url: string;
-  readonly orgId: string;
-}
-
 /** A project's first page and one of its devices' first pages, for every project: what dashboards and device screens open. */
-function pages(gatewayUrl: string): Request[] {
-  const at = (p: number, query: Record<string, string>): Request => ({
+function pages(gatewayUrl: string): PageRequest[] {
+  const at = (p: number, query: Record<string, string>): PageRequest => ({
     url: `${gatewayUrl}/core/api/v1/projects/${project(p)}/events?${new URLSearchParams({ limit: String(PAGE), ...query }).toString()}`,
     orgId: org(p),
   });
@@ -58,33 +55,16 @@ async function footprint(url: string, database: string): Promise<{ events: numbe
 }
 
 /** Queries and rows read per page, over SAMPLE pages asked one at a time. */
-async function costPerPage(url: string, database: string, requests: readonly Request[], headers: (orgId: string) => Record<string, string>): Promise<string> {
+async function costPerPage(url: string, database: string, requests: readonly PageRequest[], headers: (orgId: string) => Record<string, string>): Promise<string> {
   await serverQuiet(url, database);
   const sample = requests.slice(0, SAMPLE);
   const before = await serverCounters(url);
-  for (const r of sample) {
-    const res = await fetch(r.url, { headers: headers(r.orgId) });
-    if (res.status !== 200) throw new Error(`${r.url}: ${res.status} ${await res.text()}`);
-    await res.arrayBuffer();
-  }
+  await askEach(sample, headers, 1);
   const after = await serverCounters(url);
   // Reading the counters is a SELECT of its own, and two rows.
   const queries = (after.queries - before.queries - 1) / sample.length;
   const rows = Math.round((after.rows - before.rows - 2) / sample.length);
   return `${queries.toFixed(1)} queries and ${rows.toLocaleString('en-US')} rows read per page`;
-}
-
-/** Each of `requests` asked once, CONNECTIONS at a time. */
-async function warm(requests: readonly Request[], headers: (orgId: string) => Record<string, string>): Promise<void> {
-  let next = 0;
-  const asker = async () => {
-    for (let r = requests[next++]; r !== undefined; r = requests[next++]) {
-      const res = await fetch(r.url, { headers: headers(r.orgId) });
-      if (res.status !== 200) throw new Error(`${r.url}: ${res.status} ${await res.text()}`);
-      await res.arrayBuffer();
-    }
-  };
-  await Promise.all(Array.from({ length: CONNECTIONS }, asker));
 }
 
 const gib = (bytes: number) => `${(bytes / 2 ** 30).toFixed(2)} GiB`;
@@ -128,7 +108,7 @@ export async function measureRetention(ctx: BenchContext, events: number, batch:
 
     // Every page once before any load, so that the first load does not pay alone for the
     // server's cold caches and the page cache, and the later ones look faster for it.
-    await warm(requests, headers);
+    await askEach(requests, headers, CONNECTIONS);
     const costBefore = await costPerPage(ctx.clickhouseUrl, database, requests, headers);
     await serverQuiet(ctx.clickhouseUrl, database);
     const [before, beforeCpu] = await load();
