@@ -21,6 +21,7 @@ import { latencies } from './ceiling.js';
 import { DEVICE_EVENTS_TABLE, DEVICE_SPANS_TABLE } from '../../src/store/device-events.js';
 import type { FeedQuery } from '../../src/store/event-store.js';
 import { feedSql } from '../../src/store/feed-sql.js';
+import { COLD_PARTITION_AGE_SECONDS } from '../../src/store/migrations.js';
 import { toStoreTimestamp } from '../../src/store/timestamps.js';
 import { commandTopicEnvironment, commandTopicNames } from '../../test/support/command-topics.js';
 
@@ -51,18 +52,20 @@ function historySpan(): { startMs: number; endMs: number } {
 }
 
 /**
- * Writes `count` events as ingestion would: in time order, `batch` events an insert, each
- * insert a part (or two, at a month's end). The n-th event of the history is at
- * start + n × span / total; its project, device, fleet and domain are hashes of n.
+ * Writes the events numbered `from` to `to` (exclusive) of a history of `total` as ingestion
+ * would: in time order, `batch` events an insert, each insert a part (or two, at a month's
+ * end). The n-th event is at start + n × span / total, so numbers past `total` carry the
+ * history on past the span's end at its rate; its project, device, fleet and domain are
+ * hashes of n.
  */
-async function generate(url: string, database: string, total: number, batch: number, span: { startMs: number; endMs: number }): Promise<void> {
+async function generate(url: string, database: string, range: { from: number; to: number }, total: number, batch: number, span: { startMs: number; endMs: number }): Promise<void> {
   const stepUs = ((span.endMs - span.startMs) * 1000) / total;
   const idleFrom = Math.floor(total * (1 - 12 / MONTHS));
   const start = new Date(span.startMs).toISOString().replace('T', ' ').replace('Z', '');
   const uuidOf = (prefix: string, inner: string, p: string) =>
     `toUUID(concat('00000000-0000-4000-${prefix}', leftPad(toString(${inner}), 3, '0'), '-', leftPad(toString(${p}), 12, '0')))`;
-  for (let from = 0; from < total; from += batch) {
-    const count = Math.min(batch, total - from);
+  for (let from = range.from; from < range.to; from += batch) {
+    const count = Math.min(batch, range.to - from);
     const sql = `INSERT INTO events (org_id, project_id, occurred_at, id, domain, entity, action, device_id, fleet_id, payload, source_service)
       SELECT
         toUUID(concat('00000000-0000-4000-a000-', leftPad(toString(p % ${ORGS}), 12, '0'))),
@@ -77,9 +80,52 @@ async function generate(url: string, database: string, total: number, batch: num
       FROM (SELECT number, if(number >= ${idleFrom} AND cityHash64(number) % ${PROJECTS} < ${IDLE_PROJECTS}, cityHash64(number) % ${PROJECTS} + ${IDLE_PROJECTS}, cityHash64(number) % ${PROJECTS}) AS p
             FROM numbers(${from}, ${count}))`;
     await runSql(url, database, sql);
-    if ((from / batch) % 200 === 199) console.error(`  feed-scale: ${(from + count).toLocaleString('en-US')} of ${total.toLocaleString('en-US')} events written`);
+    if (((from - range.from) / batch) % 200 === 199) console.error(`  feed-scale: ${(from + count).toLocaleString('en-US')} of ${total.toLocaleString('en-US')} events written`);
   }
 }
+
+/** The number of the history's first event at or after `ms`. */
+const eventAt = (ms: number, total: number, span: { startMs: number; endMs: number }): number => Math.ceil(((ms - span.startMs) * total) / (span.endMs - span.startMs));
+
+/**
+ * The history as a deployment's store holds it: the months before the current one written
+ * first and left as one part each, as the tables' own merging of a month whose parts are a
+ * day old leaves them (docs/decisions/cold-partitions-merged.md), here with an age of a
+ * second in place of the day that a deployment's past months have long passed; then the
+ * current month written at the production setting, left as its background merges leave it.
+ */
+async function writeHistory(url: string, database: string, total: number, batch: number, span: { startMs: number; endMs: number }): Promise<void> {
+  const monthStart = new Date(span.endMs);
+  const current = eventAt(Date.UTC(monthStart.getUTCFullYear(), monthStart.getUTCMonth(), 1), total, span);
+  const age = (seconds: number) => Promise.all(MONTHLY_TABLES.map((table) => runSql(url, database, `ALTER TABLE ${table} MODIFY SETTING min_age_to_force_merge_seconds = ${seconds}`)));
+  await generate(url, database, { from: 0, to: current }, total, batch, span);
+  await age(1);
+  await waitFor(
+    'each past month merged into one part',
+    async () => {
+      const most = Number((await runSql(url, database, `SELECT max(parts) FROM (SELECT count() AS parts FROM system.parts WHERE database = currentDatabase() AND active AND table IN (${MONTHLY_TABLES.map((t) => `'${t}'`).join(', ')}) GROUP BY table, partition)`)).trim());
+      return most === 1 ? true : undefined;
+    },
+    2 * 3600_000,
+    2000,
+  );
+  await age(COLD_PARTITION_AGE_SECONDS);
+  await generate(url, database, { from: current, to: total }, total, batch, span);
+}
+
+/**
+ * The events from the history's end up to now, at its rate, in one insert, so that a
+ * project's newest event is as recent as an active deployment's when pages are read, not
+ * as old as the writing and merging took.
+ */
+async function writeUpToNow(url: string, database: string, total: number, batch: number, span: { startMs: number; endMs: number }): Promise<number> {
+  const to = eventAt(Date.now(), total, span);
+  await generate(url, database, { from: total, to }, total, Math.max(batch, to - total), span);
+  return to - total;
+}
+
+/** The tables partitioned by month, whose past months merge into one part. */
+const MONTHLY_TABLES = ['events', DEVICE_EVENTS_TABLE];
 
 /** The tables a page may read: the events table, and the device table and its spans that their views fill (docs/decisions/device-pages.md). */
 const PAGE_TABLES = ['events', DEVICE_EVENTS_TABLE, DEVICE_SPANS_TABLE];
@@ -364,7 +410,7 @@ export async function measureFeedAtScale(ctx: BenchContext, sizes: readonly numb
     try {
       const span = historySpan();
       const writing = Date.now();
-      await generate(ctx.clickhouseUrl, database, size, batch, span);
+      await writeHistory(ctx.clickhouseUrl, database, size, batch, span);
       const written = (Date.now() - writing) / 1000;
       const parts = await mergesSettled(ctx.clickhouseUrl, database, PAGE_TABLES);
       const partitions = Number((await runSql(ctx.clickhouseUrl, database, `SELECT uniqExact(partition) FROM system.parts WHERE database = currentDatabase() AND table = 'events' AND active`)).trim());
@@ -372,6 +418,8 @@ export async function measureFeedAtScale(ctx: BenchContext, sizes: readonly numb
       select1 = await autocannon({ url: `${ctx.clickhouseUrl}/?query=${encodeURIComponent('SELECT 1')}`, connections: CONNECTIONS, seconds: ctx.seconds });
       rows.push({ scenario: label, measure: 'server: SELECT 1, 32 connections', value: select1.perSecond, unit: 'req/s', ...latencies(select1), note: `${parts} active parts, ${partitions} partitions, no OPTIMIZE` });
       rows.push(...(await storage(ctx.clickhouseUrl, database, label, size)));
+      const upToNow = await writeUpToNow(ctx.clickhouseUrl, database, size, batch, span);
+      console.error(`  feed-scale: ${upToNow} events written from the history's end up to now`);
       for (const shape of [...pagesWithoutCursor(gateway.url, span), await secondPages(gateway.url, headers)]) {
         // The last load's pages still in flight when it ended would count in this shape's figures.
         await quiet(ctx.clickhouseUrl, database);
@@ -384,9 +432,13 @@ export async function measureFeedAtScale(ctx: BenchContext, sizes: readonly numb
         // Counting reads those counters once more: a SELECT of its own, a row per event name.
         const perPage = { rows: Math.round((after.rows - before.rows - 2) / sample.length), queries: (after.queries - before.queries - 1) / sample.length };
         const refusedBefore = await refusedBatches(ctx.clickhouseUrl);
+        const loadBefore = await serverCounters(ctx.clickhouseUrl);
         const [load, cpu] = await withCpu(gateway.pid, () =>
           variedAutocannon({ urls: shape.requests.map((r) => r.url), orgIds: shape.requests.map((r) => r.orgId), headers: headers(org(0)), connections: CONNECTIONS, seconds: ctx.seconds }),
         );
+        const loadAfter = await serverCounters(ctx.clickhouseUrl);
+        // Under load reads of different projects go together (docs/decisions/feed-batched-page-reads.md), so a page costs the server less than alone.
+        const underLoad = { rows: Math.round((loadAfter.rows - loadBefore.rows) / Math.max(1, load.requests)), queries: (loadAfter.queries - loadBefore.queries - 1) / Math.max(1, load.requests) };
         const refused = (await refusedBatches(ctx.clickhouseUrl)) - refusedBefore;
         if (shape.name === 'first page of a project') firstPages[String(size)] = load.perSecond;
         rows.push({
@@ -397,7 +449,7 @@ export async function measureFeedAtScale(ctx: BenchContext, sizes: readonly numb
           ...latencies(load),
           baseline: { name: 'SELECT 1', value: select1.perSecond },
           target: STORE_TARGET,
-          note: `${perPage.rows.toLocaleString('en-US')} rows read and ${perPage.queries.toFixed(1)} queries per page, ${alone.toFixed(1)} ms a page alone; ${load.requests} pages, ${refused} batches refused; gateway ${cpu.processCores.toFixed(2)} cores, load generator ${(load.generatorCores ?? NaN).toFixed(2)} of a core, machine ${Math.round(cpu.machineBusy * 100)}% busy`,
+          note: `${perPage.rows.toLocaleString('en-US')} rows read and ${perPage.queries.toFixed(1)} queries per page, ${alone.toFixed(1)} ms a page alone; under load ${underLoad.rows.toLocaleString('en-US')} rows read and ${underLoad.queries.toFixed(2)} queries per page; ${load.requests} pages, ${refused} batches refused; gateway ${cpu.processCores.toFixed(2)} cores, load generator ${(load.generatorCores ?? NaN).toFixed(2)} of a core, machine ${Math.round(cpu.machineBusy * 100)}% busy`,
         });
         // The engine's own floor for these pages, at the same concurrency, just after.
         const floors = await floorUrls(ctx, database, shape.requests, headers);

@@ -47,9 +47,21 @@ interface TableSpec {
    * as it is). Parts written before the ALTER get the index when merges rewrite them.
    */
   readonly addedIndexes?: readonly string[];
+  /** Table settings, set with ALTER after the table exists for the same reason as `addedIndexes`. */
+  readonly settings?: string;
   /** Distributed tables route rows by this: every read the gateway makes names all its columns, so it reads one shard. */
   readonly shardingKey: string;
 }
+
+/**
+ * Once every part of a month's partition is a day old, the month is merged into one part
+ * (docs/decisions/cold-partitions-merged.md): a page that reaches into past months then
+ * opens one part a month, where merges alone left about ten, and what a query costs the
+ * engine grows with the parts it opens. The month being written never qualifies; a late
+ * event into a past month merges it once more a day later.
+ */
+export const COLD_PARTITION_AGE_SECONDS = 86_400;
+const COLD_PARTITIONS_MERGED = `min_age_to_force_merge_seconds = ${COLD_PARTITION_AGE_SECONDS}, min_age_to_force_merge_on_partition_only = 1`;
 
 /**
  * The events table is shaped for the feed query: the sort key (org_id, project_id,
@@ -84,6 +96,7 @@ const TABLES: readonly TableSpec[] = [
       'entity_idx entity TYPE set(0) GRANULARITY 1',
       'action_idx action TYPE set(0) GRANULARITY 1',
     ],
+    settings: COLD_PARTITIONS_MERGED,
     shardingKey: 'cityHash64(org_id, project_id)',
   },
   // The events that name a device, ordered by it, filled by its view below
@@ -98,6 +111,7 @@ const TABLES: readonly TableSpec[] = [
     clauses: `PARTITION BY toYYYYMM(occurred_at)
   ORDER BY (org_id, project_id, device_id, occurred_at, id)
   SETTINGS index_granularity = 1024`,
+    settings: COLD_PARTITIONS_MERGED,
     shardingKey: 'cityHash64(org_id, project_id)',
   },
   // Where each device's events lie in time, and how many (src/store/device-events.ts): a row a
@@ -164,9 +178,12 @@ function engineOf(table: TableSpec, replicated: boolean): string {
   return `Replicated${family}(${args === '' ? keeper : `${keeper}, ${args}`})`;
 }
 
-/** Skip indexes live with the data: on the MergeTree table, which on a cluster is the local one, never the Distributed one. */
-function addIndexes(t: TableSpec, table: string, onCluster: string): string[] {
-  return (t.addedIndexes ?? []).map((index) => `ALTER TABLE ${table}${onCluster} ADD INDEX IF NOT EXISTS ${index}`);
+/** Skip indexes and settings live with the data: on the MergeTree table, which on a cluster is the local one, never the Distributed one. */
+function alterations(t: TableSpec, table: string, onCluster: string): string[] {
+  return [
+    ...(t.addedIndexes ?? []).map((index) => `ALTER TABLE ${table}${onCluster} ADD INDEX IF NOT EXISTS ${index}`),
+    ...(t.settings === undefined ? [] : [`ALTER TABLE ${table}${onCluster} MODIFY SETTING ${t.settings}`]),
+  ];
 }
 
 /**
@@ -221,13 +238,13 @@ function tableStatements(layout: StoreLayout): string[] {
   if (layout.kind === 'single') {
     return TABLES.flatMap((t) => [
       `CREATE TABLE IF NOT EXISTS ${t.name} (\n    ${t.columns}\n  ) ENGINE = ${engineOf(t, false)}\n  ${t.clauses}`,
-      ...addIndexes(t, t.name, ''),
+      ...alterations(t, t.name, ''),
     ]);
   }
   const onCluster = layout.replicated ? ` ON CLUSTER ${layout.cluster}` : '';
   return TABLES.flatMap((t) => [
     `CREATE TABLE IF NOT EXISTS ${t.name}_local${onCluster} (\n    ${t.columns}\n  ) ENGINE = ${engineOf(t, layout.replicated)}\n  ${t.clauses}`,
-    ...addIndexes(t, `${t.name}_local`, onCluster),
+    ...alterations(t, `${t.name}_local`, onCluster),
     `CREATE TABLE IF NOT EXISTS ${t.name}${onCluster} AS ${t.name}_local\n  ENGINE = Distributed(${layout.cluster}, currentDatabase(), ${t.name}_local, ${t.shardingKey})`,
   ]);
 }

@@ -8,7 +8,11 @@ const CREATED = /^CREATE TABLE IF NOT EXISTS (\w+)/;
 const INGESTED_INDEX = 'ADD INDEX IF NOT EXISTS ingested_idx ingested_at TYPE minmax GRANULARITY 1';
 const PROJECT_INDEX = 'ADD INDEX IF NOT EXISTS project_idx project_id TYPE set(0) GRANULARITY 1';
 const FILTER_INDEXES = ['domain', 'entity', 'action'].map((column) => `ADD INDEX IF NOT EXISTS ${column}_idx ${column} TYPE set(0) GRANULARITY 1`);
-const ALTERS = [INGESTED_INDEX, PROJECT_INDEX, ...FILTER_INDEXES];
+/** Months whose parts are all a day old merge into one part, in both tables partitioned by month. */
+const COLD_MERGED = 'MODIFY SETTING min_age_to_force_merge_seconds = 86400, min_age_to_force_merge_on_partition_only = 1';
+const ALTERS = [INGESTED_INDEX, PROJECT_INDEX, ...FILTER_INDEXES, COLD_MERGED];
+/** Every ALTER of a layout: the events table's, then the device table's. */
+const allAlters = (table: (name: string) => string) => [...ALTERS.map((a) => `ALTER TABLE ${table('events')} ${a}`), `ALTER TABLE ${table('events_by_device')} ${COLD_MERGED}`];
 
 describe('migrations', () => {
   it('creates the tables on one node with MergeTree engines', () => {
@@ -18,17 +22,18 @@ describe('migrations', () => {
     for (const s of statements) expect(s).to.not.match(/ON CLUSTER|Replicated|Distributed/);
   });
 
-  it('adds the skip indexes to the events table after creating it, so existing tables gain them too', () => {
+  it('adds the skip indexes and the merging of past months to the tables after creating them, so existing tables gain them too', () => {
     const statements = migrationStatements({ kind: 'single' });
     expect(statements[0]).to.match(/^CREATE TABLE IF NOT EXISTS events \(/);
-    expect(statements.filter((s) => s.startsWith('ALTER'))).to.deep.equal(ALTERS.map((a) => `ALTER TABLE events ${a}`));
+    expect(statements.filter((s) => s.startsWith('ALTER'))).to.deep.equal(allAlters((t) => t));
+    expect(statements[statements.indexOf(`ALTER TABLE events_by_device ${COLD_MERGED}`) - 1]).to.match(/^CREATE TABLE IF NOT EXISTS events_by_device \(/);
     expect(statements.slice(1, 1 + ALTERS.length)).to.deep.equal(ALTERS.map((a) => `ALTER TABLE events ${a}`));
   });
 
-  it('puts the skip indexes on the local table of a cluster, never on the Distributed one', () => {
+  it('puts the skip indexes and table settings on the local table of a cluster, never on the Distributed one', () => {
     const replicated = migrationStatements({ kind: 'cluster', cluster: 'telemetry', replicated: true });
     const onLocal = ALTERS.map((a) => `ALTER TABLE events_local ON CLUSTER telemetry ${a}`);
-    expect(replicated.filter((s) => s.startsWith('ALTER'))).to.deep.equal(onLocal);
+    expect(replicated.filter((s) => s.startsWith('ALTER'))).to.deep.equal(allAlters((t) => `${t}_local ON CLUSTER telemetry`));
     // Between the local table and the Distributed table over it.
     expect(replicated.slice(0, ALTERS.length + 2).map((s) => (s.startsWith('ALTER') ? s : s.split(' (')[0]!.split('\n')[0]))).to.deep.equal([
       'CREATE TABLE IF NOT EXISTS events_local ON CLUSTER telemetry',
@@ -36,7 +41,7 @@ describe('migrations', () => {
       'CREATE TABLE IF NOT EXISTS events ON CLUSTER telemetry AS events_local',
     ]);
     const plain = migrationStatements({ kind: 'cluster', cluster: 'telemetry', replicated: false });
-    expect(plain.filter((s) => s.startsWith('ALTER'))).to.deep.equal(ALTERS.map((a) => `ALTER TABLE events_local ${a}`));
+    expect(plain.filter((s) => s.startsWith('ALTER'))).to.deep.equal(allAlters((t) => `${t}_local`));
   });
 
   it('creates replicated local tables and Distributed tables over them on every node of a cluster with Keeper', () => {
