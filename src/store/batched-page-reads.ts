@@ -10,6 +10,14 @@ import { clickhouseException } from './store-errors.js';
 export type PageRead = (query: FeedQuery, window: FeedWindow) => Promise<EventRow[]>;
 
 /**
+ * Page reads that may wait to go together. `whenAlone` runs `task` in place of a read that
+ * would go at once, alone, holding its place among the batches out, and gives undefined
+ * where a read would wait: a page's first read then takes a query of its own
+ * (src/store/first-read.ts) while the store has room, and waits to go with others when not.
+ */
+export type BatchedPageRead = PageRead & { readonly whenAlone: <T>(task: () => Promise<T>) => Promise<T> | undefined };
+
+/**
  * How reads are grouped (docs/decisions/feed-batched-page-reads.md).
  * - `inFlight`: batches sent to the store at once; reads that arrive meanwhile wait and
  *   leave together as the next batch.
@@ -94,7 +102,7 @@ const scopeOf = (orgId: string, projectId: string) => `${orgId.toLowerCase()} ${
  * batch the store fails for its size (rows, bytes, the query's memory) sends its reads
  * alone, so it fails no page; any other failure is every read's, as it would have been.
  */
-export function batchedPageReads(transport: SqlTransport, alone: PageRead, batching: PageBatching = PAGE_BATCHING, now: () => number = Date.now): PageRead {
+export function batchedPageReads(transport: SqlTransport, alone: PageRead, batching: PageBatching = PAGE_BATCHING, now: () => number = Date.now): BatchedPageRead {
   for (const [name, value] of Object.entries(batching)) {
     if (!Number.isInteger(value) || value < 1) throw new Error(`page batching: ${name} must be a whole number, 1 or more; got ${String(value)}`);
   }
@@ -167,7 +175,7 @@ export function batchedPageReads(transport: SqlTransport, alone: PageRead, batch
     }
   };
 
-  return (query, window) => {
+  const read: PageRead = (query, window) => {
     const scope = scopeOf(query.orgId, query.projectId);
     if (readsByDevice(query.filters) || window.from === undefined || waitingScopes.has(scope) || readsAlone(scope)) return alone(query, window);
     return new Promise<EventRow[]>((resolve, reject) => {
@@ -176,6 +184,18 @@ export function batchedPageReads(transport: SqlTransport, alone: PageRead, batch
       dispatch();
     });
   };
+  const whenAlone = <T>(task: () => Promise<T>): Promise<T> | undefined => {
+    // Reads wait only while `inFlight` batches are out; below that none is waiting.
+    if (inFlight >= batching.inFlight) return undefined;
+    inFlight += 1;
+    return Promise.resolve()
+      .then(task)
+      .finally(() => {
+        inFlight -= 1;
+        dispatch();
+      });
+  };
+  return Object.assign(read, { whenAlone });
 }
 
 /**

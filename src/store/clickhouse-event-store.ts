@@ -2,7 +2,8 @@ import { fromEventRow, type EventRow } from './event-rows.js';
 import { eventRowText } from './event-row-text.js';
 import type { EventStore, FeedQuery, FeedSlice } from './event-store.js';
 import { feedSql, olderEventSql } from './feed-sql.js';
-import { storeTextMs, WINDOW_PLAN, windowsStart, windowWalk, type FeedWindow, type WindowPlan } from './feed-windows.js';
+import { msStoreText, storeTextMs, WINDOW_PLAN, windowsStart, windowWalk, type FeedWindow, type WindowPlan } from './feed-windows.js';
+import { readFirst, type FirstRead } from './first-read.js';
 import { createWindowHints, type WindowHints } from './window-hints.js';
 import { scopeSpan, spanAnswers, spanHolds, spanHoldsBelow, spanRows, spanStep, type ScopeSpan } from './event-spans.js';
 import { createClickHouseTail } from './clickhouse-tail.js';
@@ -50,6 +51,8 @@ export interface FeedReadOptions {
   readonly hints?: WindowHints;
   /** How concurrent page reads are sent together (src/store/batched-page-reads.ts); `undefined` leaves PAGE_BATCHING, `false` sends each alone. */
   readonly batching?: PageBatching | false;
+  /** `false`: every page starts with the walk's first window, as pages do while the store is busy, never with a first read of its own (src/store/first-read.ts). */
+  readonly firstReads?: false;
 }
 
 /** One page read sent alone: read in reverse sort-key order, it stops at the page's limit. */
@@ -66,7 +69,33 @@ export function createClickHouseEventStore(transport: SqlTransport, options: Fee
   const hints = options.hints ?? createWindowHints();
   const newestBelow = (query: FeedQuery, window: FeedWindow) => newestEventIn(transport, query, window);
   const alone = readAlone(transport);
-  const readPage = options.batching === false ? alone : batchedPageReads(transport, alone, options.batching ?? PAGE_BATCHING);
+  const batched = options.batching === false ? undefined : batchedPageReads(transport, alone, options.batching ?? PAGE_BATCHING);
+  const readPage: PageRead = batched ?? alone;
+  /** Runs a read alone where the store has room for one: always, without batching. */
+  const whenAlone = <T>(task: () => Promise<T>): Promise<T> | undefined => {
+    if (options.firstReads === false) return undefined;
+    return batched === undefined ? task() : batched.whenAlone(task);
+  };
+  /**
+   * A page's first read in one query with its span (src/store/first-read.ts). A full read
+   * that folding shortened is followed by reads in its window after its last raw row.
+   */
+  const firstRead = async (query: FeedQuery, nowMs: number, pagePlan: WindowPlan, reach: string | undefined): Promise<FirstRead> => {
+    let read: FirstRead | undefined;
+    const bounds = { top: msStoreText(windowsStart(query, nowMs)), widthUs: pagePlan.firstMs * 1000, reach };
+    const rows = await readDistinct<EventRow>(
+      async (after, limit) => {
+        if (read === undefined) {
+          read = await readFirst(transport, { ...query, after, limit }, bounds);
+          return read.rows;
+        }
+        return read.from === undefined ? [] : alone({ ...query, after, limit }, { from: read.from });
+      },
+      query.after,
+      query.limit,
+    );
+    return { ...read!, rows };
+  };
   return {
     async insertEvents(events) {
       // Spans first, visible before any of the events: a page that reads an event never
@@ -82,15 +111,43 @@ export function createClickHouseEventStore(transport: SqlTransport, options: Fee
       // A device's own table and span, not the walk below (docs/decisions/device-pages.md).
       if (readsByDevice(query.filters)) return { events: (await readDevicePage(transport, query)).map(toFeedEvent) };
       const nowMs = now();
-      const walk = windowWalk(query, nowMs, hints.plan(query, plan));
+      const pagePlan = hints.plan(query, plan);
+      let walk = windowWalk(query, nowMs, pagePlan);
       const rows: EventRow[] = [];
       let lowest: string | undefined;
       let skipped = false;
-      /** The scope's span once an empty window asked for it (docs/decisions/feed-event-spans.md). */
+      /** The scope's span once a read asked for it (docs/decisions/feed-event-spans.md). */
       let span: ScopeSpan | undefined;
       /** Whether the span has been read, or has nothing to say (a `device_id` or `fleet_id` filter). */
       let spanRead = !spanAnswers(query.filters);
-      for (let window = walk.next(); window !== undefined; window = walk.next()) {
+      /** Whether the windows below are still to be read. */
+      let walking = true;
+      // A scope the hints know starts with the window its last page needed, one plain read,
+      // cheaper than the first read's; the first read is for a scope they do not know.
+      const first = pagePlan === plan ? whenAlone(() => firstRead(query, nowMs, pagePlan, walk.reach)) : undefined;
+      if (first !== undefined) {
+        // The first read read the first window with the span (docs/decisions/feed-first-read.md).
+        const read = await first;
+        rows.push(...read.rows);
+        spanRead = true;
+        span = read.span !== undefined && spanHolds(read.span, read.rows) ? read.span : undefined;
+        // A window placed at the newest event of a scope idle since well above it jumped the
+        // time between, as a skip does: the page says nothing of the scope's rate.
+        skipped = span !== undefined && storeTextMs(span.newest) < windowsStart(query, nowMs) - pagePlan.firstMs;
+        const since = query.filters.since;
+        walking = false;
+        if (rows.length >= query.limit) lowest = read.from;
+        else if (read.from === undefined) lowest = read.span === undefined ? undefined : walk.reach;
+        else if ((span !== undefined && read.from <= span.oldest) || (since !== undefined && read.from <= since)) lowest = undefined;
+        else if (walk.reach !== undefined && read.from <= walk.reach) lowest = walk.reach;
+        else {
+          lowest = read.from;
+          walking = true;
+          walk = windowWalk(query, nowMs, pagePlan, { edge: read.from });
+          if (rows.length > 0) walk.paceFor(rows.length, query.limit - rows.length);
+        }
+      }
+      for (let window = walking ? walk.next() : undefined; window !== undefined; window = walk.next()) {
         const read = (after: FeedQuery['after'], limit: number) => readPage({ ...query, after, limit }, window);
         const found = await readDistinct(read, query.after, query.limit - rows.length, rows.at(-1));
         rows.push(...found);

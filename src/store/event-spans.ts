@@ -16,19 +16,28 @@ import type { SqlParam, SqlParams, SqlTransport } from './sql-transport.js';
  * span is a bound, never a list: it tells a page where to stop or skip to, and the events a
  * page returns are always read from the events table.
  */
+/**
+ * How many events the view has seen of the scope: with the span, its mean rate, which sizes
+ * a page's first window (src/store/first-read.ts). Counted by the view alone (the store's
+ * own span rows leave it 0), so each insert counts once; copies and replays count again,
+ * so it is a guess at a rate, never a bound. Added to tables of earlier versions by ALTER.
+ */
+export const EVENT_SPANS_COUNT = 'events SimpleAggregateFunction(sum, UInt64)';
+
 export const EVENT_SPANS_COLUMNS = `org_id UUID,
     project_id UUID,
     domain LowCardinality(String),
     entity LowCardinality(String),
     action LowCardinality(String),
     oldest SimpleAggregateFunction(min, DateTime64(6, 'UTC')),
-    newest SimpleAggregateFunction(max, DateTime64(6, 'UTC'))`;
+    newest SimpleAggregateFunction(max, DateTime64(6, 'UTC')),
+    ${EVENT_SPANS_COUNT}`;
 
 export const EVENT_SPANS_ORDER = 'ORDER BY (org_id, project_id, domain, entity, action)';
 
 /** The spans of the rows of `source` (events, or events_local on a cluster) that `where` keeps, one row per scope: the view's SELECT, and the backfill's. */
 export const eventSpansSelect = (source: string, where?: string): string =>
-  `SELECT org_id, project_id, domain, entity, action, min(occurred_at) AS oldest, max(occurred_at) AS newest
+  `SELECT org_id, project_id, domain, entity, action, min(occurred_at) AS oldest, max(occurred_at) AS newest, count() AS events
   FROM ${source}${where === undefined ? '' : `\n  WHERE ${where}`}
   GROUP BY org_id, project_id, domain, entity, action`;
 

@@ -118,7 +118,16 @@ export interface WindowWalk {
   readonly reach: string | undefined;
 }
 
-export function windowWalk(query: Pick<FeedQuery, 'after' | 'filters'>, nowMs: number, plan: WindowPlan = WINDOW_PLAN): WindowWalk {
+/**
+ * Where a walk goes on after a page's first read (src/store/first-read.ts), which read the
+ * window from `edge` up as the walk's first: the next window ends at that edge, is wider
+ * than that one by the plan's growth, and the first read's time counts in the rate.
+ */
+export interface WalkStart {
+  readonly edge: string;
+}
+
+export function windowWalk(query: Pick<FeedQuery, 'after' | 'filters'>, nowMs: number, plan: WindowPlan = WINDOW_PLAN, start?: WalkStart): WindowWalk {
   const reach = planReach(query, nowMs, plan);
   const floorMs = reach === undefined ? sinceMsOf(query) : storeTextMs(reach);
   let to: string | undefined;
@@ -127,6 +136,15 @@ export function windowWalk(query: Pick<FeedQuery, 'after' | 'filters'>, nowMs: n
   /** Milliseconds of time the windows handed out have covered, the stretches skipped over left out. */
   let readMs = 0;
   let used = 0;
+  if (start !== undefined) {
+    const edgeMs = storeTextMs(start.edge);
+    readMs = Math.max(0, topMs - edgeMs);
+    width = Math.min(plan.widestMs, Math.max(plan.firstMs, readMs) * plan.growth);
+    // The edge as the first read had it, to the microsecond: the next window ends exactly there.
+    to = start.edge;
+    topMs = edgeMs;
+    used = 1;
+  }
   let done = false;
   return {
     next() {

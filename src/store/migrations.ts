@@ -1,6 +1,6 @@
 import { ERASURES_COLUMNS, ERASURES_ORDER, ERASURES_TABLE } from './erasures-table.js';
 import { DEVICE_EVENTS_TABLE, DEVICE_SPANS_COLUMNS, DEVICE_SPANS_ORDER, DEVICE_SPANS_TABLE, deviceEventsSelect, deviceSpansSelect } from './device-events.js';
-import { EVENT_SPANS_COLUMNS, EVENT_SPANS_ORDER, eventSpansSelect } from './event-spans.js';
+import { EVENT_SPANS_COLUMNS, EVENT_SPANS_COUNT, EVENT_SPANS_ORDER, eventSpansSelect } from './event-spans.js';
 import type { SqlTransport } from './sql-transport.js';
 
 /** How the tables are laid out: one node, or a cluster of shards behind Distributed tables. */
@@ -49,6 +49,8 @@ interface TableSpec {
   readonly addedIndexes?: readonly string[];
   /** Table settings, set with ALTER after the table exists for the same reason as `addedIndexes`. */
   readonly settings?: string;
+  /** Columns added with ALTER after the table exists, for the same reason; on a cluster the Distributed table takes them too. */
+  readonly addedColumns?: readonly string[];
   /** Distributed tables route rows by this: every read the gateway makes names all its columns, so it reads one shard. */
   readonly shardingKey: string;
 }
@@ -130,6 +132,7 @@ const TABLES: readonly TableSpec[] = [
     columns: EVENT_SPANS_COLUMNS,
     engine: { family: 'AggregatingMergeTree', args: '' },
     clauses: EVENT_SPANS_ORDER,
+    addedColumns: [EVENT_SPANS_COUNT],
     shardingKey: 'cityHash64(org_id, project_id)',
   },
   // Idempotency-Key records: the first record for a key wins; entries expire after a day.
@@ -181,10 +184,14 @@ function engineOf(table: TableSpec, replicated: boolean): string {
 /** Skip indexes and settings live with the data: on the MergeTree table, which on a cluster is the local one, never the Distributed one. */
 function alterations(t: TableSpec, table: string, onCluster: string): string[] {
   return [
+    ...addColumns(t, table, onCluster),
     ...(t.addedIndexes ?? []).map((index) => `ALTER TABLE ${table}${onCluster} ADD INDEX IF NOT EXISTS ${index}`),
     ...(t.settings === undefined ? [] : [`ALTER TABLE ${table}${onCluster} MODIFY SETTING ${t.settings}`]),
   ];
 }
+
+const addColumns = (t: TableSpec, table: string, onCluster: string): string[] =>
+  (t.addedColumns ?? []).map((column) => `ALTER TABLE ${table}${onCluster} ADD COLUMN IF NOT EXISTS ${column}`);
 
 /**
  * A table kept from the events by a materialized view. The view runs on every insert into
@@ -196,12 +203,20 @@ interface DerivedTable {
   readonly table: string;
   /** The rows of `source` the table holds, those `where` keeps when it is given. */
   readonly select: (source: string, where?: string) => string;
+  /**
+   * What this version's view writes that an earlier version's did not: a fragment of its
+   * query the earlier one lacks, so that a start that finds the earlier view replaces its
+   * query, and the backfill that fills it in for the events written before. A store whose
+   * first backfill of the table runs in this version needs neither.
+   */
+  readonly change?: { readonly holds: string; readonly backfill: string };
 }
 
 const DERIVED: readonly DerivedTable[] = [
   { table: DEVICE_EVENTS_TABLE, select: deviceEventsSelect },
   { table: DEVICE_SPANS_TABLE, select: deviceSpansSelect },
-  { table: 'event_spans', select: eventSpansSelect },
+  // The spans' count of events (src/store/event-spans.ts) came after the spans.
+  { table: 'event_spans', select: eventSpansSelect, change: { holds: 'count() AS events', backfill: 'event_spans_events' } },
 ];
 
 const viewName = (derived: DerivedTable) => `${derived.table}_view`;
@@ -211,6 +226,22 @@ function view(derived: DerivedTable, layout: StoreLayout): string {
   if (layout.kind === 'single') return `CREATE MATERIALIZED VIEW IF NOT EXISTS ${name} TO ${derived.table} AS\n  ${derived.select('events')}`;
   const onCluster = layout.replicated ? ` ON CLUSTER ${layout.cluster}` : '';
   return `CREATE MATERIALIZED VIEW IF NOT EXISTS ${name}${onCluster} TO ${derived.table}_local AS\n  ${derived.select('events_local')}`;
+}
+
+/** A view whose query changed since an earlier version, and the statement that replaces it where that version left it. */
+export interface ViewChange {
+  readonly view: string;
+  /** What the view's stored query holds once it is this version's. */
+  readonly holds: string;
+  readonly statement: string;
+}
+
+export function viewChanges(layout: StoreLayout): ViewChange[] {
+  const onCluster = layout.kind === 'cluster' && layout.replicated ? ` ON CLUSTER ${layout.cluster}` : '';
+  const source = layout.kind === 'single' ? 'events' : 'events_local';
+  return DERIVED.flatMap((derived) =>
+    derived.change === undefined ? [] : [{ view: viewName(derived), holds: derived.change.holds, statement: `ALTER TABLE ${viewName(derived)}${onCluster} MODIFY QUERY\n  ${derived.select(source)}` }],
+  );
 }
 
 /** A projection an earlier version created, and the statement that drops it. */
@@ -246,6 +277,8 @@ function tableStatements(layout: StoreLayout): string[] {
     `CREATE TABLE IF NOT EXISTS ${t.name}_local${onCluster} (\n    ${t.columns}\n  ) ENGINE = ${engineOf(t, layout.replicated)}\n  ${t.clauses}`,
     ...alterations(t, `${t.name}_local`, onCluster),
     `CREATE TABLE IF NOT EXISTS ${t.name}${onCluster} AS ${t.name}_local\n  ENGINE = Distributed(${layout.cluster}, currentDatabase(), ${t.name}_local, ${t.shardingKey})`,
+    // A Distributed table keeps the columns it was created with.
+    ...addColumns(t, t.name, onCluster),
   ]);
 }
 
@@ -266,9 +299,13 @@ export function migrationStatements(layout: StoreLayout): string[] {
 /** What a backfill is: its name in the ledger, the table it reads, its view, and its statement for one month. */
 export interface Backfill {
   readonly name: string;
+  /** The derived table it fills. */
+  readonly table: string;
   readonly source: string;
   readonly view: string;
   readonly statement: string;
+  /** Later backfills of the same table that this one makes needless, recorded with it: it already writes what they add. */
+  readonly covers: readonly string[];
 }
 
 /**
@@ -280,7 +317,7 @@ export interface Backfill {
  * migrations, so each fills its own.
  */
 export function backfills(layout: StoreLayout): Backfill[] {
-  return DERIVED.map((derived) => {
+  return DERIVED.flatMap((derived) => {
     const [target, source, settings] =
       layout.kind === 'single'
         ? [derived.table, 'events', '']
@@ -288,7 +325,15 @@ export function backfills(layout: StoreLayout): Backfill[] {
           ? [derived.table, 'events', ' SETTINGS distributed_foreground_insert = 1']
           : [`${derived.table}_local`, 'events_local', ''];
     const statement = `INSERT INTO ${target}${settings} ${derived.select(source, 'toYYYYMM(occurred_at) = {month:UInt32}')}`;
-    return { name: derived.table, source, view: viewName(derived), statement };
+    const first = { name: derived.table, table: derived.table, source, view: viewName(derived), statement };
+    if (derived.change === undefined) return [{ ...first, covers: [] }];
+    // The same rows again over an earlier view's: min and max fold them, and the count adds
+    // what that view did not write (events written between the view's change and this read
+    // count twice, a guess at a rate being all the count is).
+    return [
+      { ...first, covers: [derived.change.backfill] },
+      { ...first, name: derived.change.backfill, covers: [] },
+    ];
   });
 }
 
@@ -345,11 +390,15 @@ async function runBackfill(transport: SqlTransport, backfill: Backfill, settleMs
     for (const month of monthsBetween(Number(range.first), Number(range.last))) await transport.command(backfill.statement, { month });
   }
   // Recorded only once every month has run: a crash in between runs it all again, which is safe.
-  await transport.command('INSERT INTO store_backfills (name) VALUES ({name:String})', { name: backfill.name });
+  for (const name of [backfill.name, ...backfill.covers]) await transport.command('INSERT INTO store_backfills (name) VALUES ({name:String})', { name });
 }
 
 export async function migrate(transport: SqlTransport, layout: StoreLayout = { kind: 'single' }, options: MigrateOptions = {}): Promise<void> {
   for (const ddl of migrationStatements(layout)) await transport.command(ddl);
+  for (const change of viewChanges(layout)) {
+    const [found] = await transport.query<{ query: string }>('SELECT create_table_query AS query FROM system.tables WHERE database = currentDatabase() AND name = {view:String}', { view: change.view });
+    if (found !== undefined && !found.query.includes(change.holds)) await transport.command(change.statement);
+  }
   for (const backfill of backfills(layout)) await runBackfill(transport, backfill, options.settleMs ?? BACKFILL_SETTLE_MS);
   for (const retired of retiredProjections(layout)) {
     // Dropping one is a mutation, even of a projection that is not there: only where it is.

@@ -237,7 +237,9 @@ describeOnEachStore('feed windows: bounded pages equal the plain query', (gatewa
         plans,
         fc.constantFrom(...FILTERS()),
         fc.integer({ min: -5000, max: 5000 }),
-        async (specs, limits, plan, [, filters], nowShift) => {
+        // A page's first read of its own (the store has room), or the walk alone (the store is busy).
+        fc.boolean(),
+        async (specs, limits, plan, [, filters], nowShift, firstReads) => {
           const base = { org_id: uuid(), project_id: uuid() };
           const events = specs.map((s, n) => varied(base, s.filterSeed + n, microsFrom(s.instant, s.micros)));
           // Copies in later inserts of their own: other parts, both sides of whatever edge falls near them.
@@ -246,7 +248,7 @@ describeOnEachStore('feed windows: bounded pages equal the plain query', (gatewa
             if (batch.length > 0) await insert(batch);
           }
           const scope = { orgId: base.org_id, projectId: base.project_id, filters };
-          const store = createClickHouseEventStore(sql, { now: () => NOW + nowShift, windows: plan });
+          const store = createClickHouseEventStore(sql, { now: () => NOW + nowShift, windows: plan, ...(firstReads ? {} : { firstReads: false as const }) });
           const expected = await walk(plain, scope, limits);
           const short = { pages: 0 };
           const got = await walk(store, scope, limits, short);
@@ -260,7 +262,7 @@ describeOnEachStore('feed windows: bounded pages equal the plain query', (gatewa
   });
 });
 
-describeOnEachStore('feed windows: the probes a page makes are bounded', (gateway) => {
+describeOnEachStore('feed windows: the probes a page makes are bounded, walking from its first window as a busy store does', (gateway) => {
   let sql: SqlTransport;
   let counted: RecordingTransport;
   let store: EventStore;
@@ -271,7 +273,7 @@ describeOnEachStore('feed windows: the probes a page makes are bounded', (gatewa
     sql = await openStore(gw.config);
     counted = recordingTransport(sql);
     // The product's plan, with no hints, so every page starts at one hour.
-    store = createClickHouseEventStore(counted, { now: () => NOW, windows: WINDOW_PLAN, hints: { plan: (_, base) => base, learn() {} } });
+    store = createClickHouseEventStore(counted, { now: () => NOW, windows: WINDOW_PLAN, hints: { plan: (_, base) => base, learn() {} }, firstReads: false });
     plain = plainStore(sql);
   });
 

@@ -69,6 +69,28 @@ describe('feed page reads sent together', () => {
     return { ...store, sentAlone, read };
   }
 
+  it('runs a first read in place of a read alone while a slot is free, holding the slot, and refuses it while none is', async () => {
+    const { read, statements, sentAlone } = oneSlot();
+    let release: () => void = () => undefined;
+    const task = read.whenAlone(() => new Promise<string>((resolve) => (release = () => resolve('read'))));
+    expect(task, 'a free slot').to.not.equal(undefined);
+    // The slot is the task's: a read that comes meanwhile waits, and so would another first read.
+    expect(read.whenAlone(() => Promise.resolve('second'))).to.equal(undefined);
+    const waiting = read(pageQuery(), WINDOW);
+    await settle();
+    expect(sentAlone).to.have.length(0);
+    release();
+    expect(await task).to.equal('read');
+    await settle();
+    // Its slot freed, the read that waited goes.
+    expect(sentAlone).to.have.length(1);
+    sentAlone[0]!.release();
+    await waiting;
+    await settle();
+    expect(statements).to.deep.equal([]);
+    expect(read.whenAlone(() => Promise.resolve('free again'))).to.not.equal(undefined);
+  });
+
   it('sends the reads that came while a batch was out as one batch, each cut at its own limit, and a second read of a waiting project alone at once', async () => {
     const { read, statements, sentAlone } = oneSlot();
     const firstQuery = pageQuery();

@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { backfills, migrationStatements, monthsBetween } from '../../../src/store/migrations.js';
+import { backfills, migrationStatements, monthsBetween, viewChanges } from '../../../src/store/migrations.js';
 
 const TABLES = ['events', 'events_by_device', 'device_spans', 'event_spans', 'idempotency_keys', 'command_log', 'erasures'];
 /** Each node's own record of the backfills it ran, created after the tables and the view. */
@@ -12,7 +12,13 @@ const FILTER_INDEXES = ['domain', 'entity', 'action'].map((column) => `ADD INDEX
 const COLD_MERGED = 'MODIFY SETTING min_age_to_force_merge_seconds = 86400, min_age_to_force_merge_on_partition_only = 1';
 const ALTERS = [INGESTED_INDEX, PROJECT_INDEX, ...FILTER_INDEXES, COLD_MERGED];
 /** Every ALTER of a layout: the events table's, then the device table's. */
-const allAlters = (table: (name: string) => string) => [...ALTERS.map((a) => `ALTER TABLE ${table('events')} ${a}`), `ALTER TABLE ${table('events_by_device')} ${COLD_MERGED}`];
+/** The spans' count of events, added to the spans of earlier versions. */
+const SPANS_COUNT = 'ADD COLUMN IF NOT EXISTS events SimpleAggregateFunction(sum, UInt64)';
+const allAlters = (table: (name: string) => string) => [
+  ...ALTERS.map((a) => `ALTER TABLE ${table('events')} ${a}`),
+  `ALTER TABLE ${table('events_by_device')} ${COLD_MERGED}`,
+  `ALTER TABLE ${table('event_spans')} ${SPANS_COUNT}`,
+];
 
 describe('migrations', () => {
   it('creates the tables on one node with MergeTree engines', () => {
@@ -33,7 +39,9 @@ describe('migrations', () => {
   it('puts the skip indexes and table settings on the local table of a cluster, never on the Distributed one', () => {
     const replicated = migrationStatements({ kind: 'cluster', cluster: 'telemetry', replicated: true });
     const onLocal = ALTERS.map((a) => `ALTER TABLE events_local ON CLUSTER telemetry ${a}`);
-    expect(replicated.filter((s) => s.startsWith('ALTER'))).to.deep.equal(allAlters((t) => `${t}_local ON CLUSTER telemetry`));
+    // A Distributed table keeps the columns it was created with: the spans' one takes the count too.
+    const distributedSpans = (onCluster: string) => `ALTER TABLE event_spans${onCluster} ${SPANS_COUNT}`;
+    expect(replicated.filter((s) => s.startsWith('ALTER'))).to.deep.equal([...allAlters((t) => `${t}_local ON CLUSTER telemetry`), distributedSpans(' ON CLUSTER telemetry')]);
     // Between the local table and the Distributed table over it.
     expect(replicated.slice(0, ALTERS.length + 2).map((s) => (s.startsWith('ALTER') ? s : s.split(' (')[0]!.split('\n')[0]))).to.deep.equal([
       'CREATE TABLE IF NOT EXISTS events_local ON CLUSTER telemetry',
@@ -41,7 +49,7 @@ describe('migrations', () => {
       'CREATE TABLE IF NOT EXISTS events ON CLUSTER telemetry AS events_local',
     ]);
     const plain = migrationStatements({ kind: 'cluster', cluster: 'telemetry', replicated: false });
-    expect(plain.filter((s) => s.startsWith('ALTER'))).to.deep.equal(allAlters((t) => `${t}_local`));
+    expect(plain.filter((s) => s.startsWith('ALTER'))).to.deep.equal([...allAlters((t) => `${t}_local`), distributedSpans('')]);
   });
 
   it('creates replicated local tables and Distributed tables over them on every node of a cluster with Keeper', () => {
@@ -118,7 +126,10 @@ describe('migrations', () => {
     const month = /toYYYYMM\(occurred_at\) = \{month:UInt32\}/;
     const byName = (layout: Parameters<typeof backfills>[0]) => Object.fromEntries(backfills(layout).map((b) => [b.name, b]));
     const single = byName({ kind: 'single' });
-    expect(Object.keys(single)).to.have.members(['event_spans', 'events_by_device', 'device_spans']);
+    expect(Object.keys(single)).to.have.members(['event_spans', 'event_spans_events', 'events_by_device', 'device_spans']);
+    // A store whose spans are backfilled in this version has their counts with them.
+    expect(single['event_spans']!.covers).to.deep.equal(['event_spans_events']);
+    expect(single['event_spans_events']).to.deep.include({ table: 'event_spans', statement: single['event_spans']!.statement, covers: [] });
     expect(single['device_spans']!.statement).to.match(/^INSERT INTO device_spans SELECT .* FROM events\s+WHERE device_id IS NOT NULL AND toYYYYMM\(occurred_at\) = \{month:UInt32\}\s+GROUP BY org_id, project_id, device_id$/s);
     expect(single['event_spans']).to.deep.include({ source: 'events', view: 'event_spans_view' });
     expect(single['event_spans']!.statement).to.match(/^INSERT INTO event_spans SELECT .* FROM events\s+WHERE toYYYYMM\(occurred_at\) = \{month:UInt32\}\s+GROUP BY org_id, project_id, domain, entity, action$/s);
@@ -126,12 +137,21 @@ describe('migrations', () => {
     expect(single['events_by_device']!.statement).to.match(/^INSERT INTO events_by_device SELECT .* FROM events\s+WHERE device_id IS NOT NULL AND toYYYYMM\(occurred_at\) = \{month:UInt32\}$/s);
     // Each row written on its shard before the insert returns, so a page after the start sees it.
     for (const backfill of backfills({ kind: 'cluster', cluster: 'telemetry', replicated: true })) {
-      expect(backfill.statement).to.match(new RegExp(`^INSERT INTO ${backfill.name} SETTINGS distributed_foreground_insert = 1 SELECT .* FROM events\\s+`, 's')).and.to.match(month);
+      expect(backfill.statement).to.match(new RegExp(`^INSERT INTO ${backfill.table} SETTINGS distributed_foreground_insert = 1 SELECT .* FROM events\\s+`, 's')).and.to.match(month);
     }
     for (const backfill of backfills({ kind: 'cluster', cluster: 'telemetry', replicated: false })) {
       expect(backfill).to.deep.include({ source: 'events_local' });
-      expect(backfill.statement).to.match(new RegExp(`^INSERT INTO ${backfill.name}_local SELECT .* FROM events_local\\s+`, 's')).and.to.match(month);
+      expect(backfill.statement).to.match(new RegExp(`^INSERT INTO ${backfill.table}_local SELECT .* FROM events_local\\s+`, 's')).and.to.match(month);
     }
+  });
+
+  it("replaces an earlier version's spans view with one that counts events, on the table that takes inserts", () => {
+    const [single] = viewChanges({ kind: 'single' });
+    expect(viewChanges({ kind: 'single' })).to.have.length(1);
+    expect(single).to.deep.include({ view: 'event_spans_view', holds: 'count() AS events' });
+    expect(single!.statement).to.match(/^ALTER TABLE event_spans_view MODIFY QUERY\s+SELECT .*count\(\) AS events\s+FROM events\s+GROUP BY/s);
+    expect(viewChanges({ kind: 'cluster', cluster: 'telemetry', replicated: true })[0]!.statement).to.match(/^ALTER TABLE event_spans_view ON CLUSTER telemetry MODIFY QUERY\s+SELECT .* FROM events_local\s+GROUP BY/s);
+    expect(viewChanges({ kind: 'cluster', cluster: 'telemetry', replicated: false })[0]!.statement).to.match(/^ALTER TABLE event_spans_view MODIFY QUERY\s+SELECT .* FROM events_local\s+GROUP BY/s);
   });
 
   it('walks the months of a backfill across the turn of a year', () => {
