@@ -143,7 +143,7 @@ export function createClickHouseEventStore(transport: SqlTransport, options: Fee
         else {
           lowest = read.from;
           walking = true;
-          walk = windowWalk(query, nowMs, pagePlan, { edge: read.from });
+          walk = windowWalk(query, nowMs, pagePlan, { edge: read.from, topMs: span === undefined ? nowMs : storeTextMs(span.newest) });
           if (rows.length > 0) walk.paceFor(rows.length, query.limit - rows.length);
         }
       }

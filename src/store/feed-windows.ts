@@ -120,11 +120,13 @@ export interface WindowWalk {
 
 /**
  * Where a walk goes on after a page's first read (src/store/first-read.ts), which read the
- * window from `edge` up as the walk's first: the next window ends at that edge, is wider
- * than that one by the plan's growth, and the first read's time counts in the rate.
+ * window from `edge` up to `topMs` (the scope's newest event, or the page's top when lower)
+ * as the walk's first: the next window ends at that edge, is wider than that one by the
+ * plan's growth, and that window's time, not the stretch above it, counts in the rate.
  */
 export interface WalkStart {
   readonly edge: string;
+  readonly topMs: number;
 }
 
 export function windowWalk(query: Pick<FeedQuery, 'after' | 'filters'>, nowMs: number, plan: WindowPlan = WINDOW_PLAN, start?: WalkStart): WindowWalk {
@@ -138,7 +140,7 @@ export function windowWalk(query: Pick<FeedQuery, 'after' | 'filters'>, nowMs: n
   let used = 0;
   if (start !== undefined) {
     const edgeMs = storeTextMs(start.edge);
-    readMs = Math.max(0, topMs - edgeMs);
+    readMs = Math.max(0, Math.min(topMs, start.topMs) - edgeMs);
     width = Math.min(plan.widestMs, Math.max(plan.firstMs, readMs) * plan.growth);
     // The edge as the first read had it, to the microsecond: the next window ends exactly there.
     to = start.edge;

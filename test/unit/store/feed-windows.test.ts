@@ -144,6 +144,20 @@ describe('feed windows', () => {
       expect(walk.next()).to.deep.equal({ from: at(NOW - 2400 * HOUR + 1 - 744 * HOUR - Math.ceil(((1329 * HOUR) / 20) * 31 * 2)), to: fifth.from });
     });
 
+    it('goes on after a first read from its edge to the microsecond, the read counted as a probe, paced by the time that window read', () => {
+      // The first read took the 30 hours below a newest event 100 days back: 10 events found, 41 needed.
+      const newest = NOW - 2400 * HOUR;
+      const edgeMs = newest - 30 * HOUR;
+      const edge = `${at(edgeMs).slice(0, -3)}456`;
+      const walk = windowWalk({ after: undefined, filters: {} }, NOW, WINDOW_PLAN, { edge, topMs: newest });
+      walk.paceFor(10, 41);
+      // 30 h / 10 × 41 × 2 = 246 hours, not paced by the 2,400 idle hours above the newest event.
+      expect(walk.next()).to.deep.equal({ from: at(edgeMs - 246 * HOUR), to: edge });
+      let windows = 2;
+      while (walk.next() !== undefined) windows += 1;
+      expect(windows, 'the first read and the windows after it').to.be.at.most(WINDOW_PLAN.probes);
+    });
+
     it('never paces a window narrower than the plan\'s next one', () => {
       const walk = windowWalk({ after: undefined, filters: {} }, NOW);
       walk.next();
