@@ -8,9 +8,8 @@ import type { SqlParam, SqlParams, SqlTransport } from './sql-transport.js';
 /**
  * A page's first read in one query, for a read that goes to the store alone
  * (docs/decisions/feed-first-read.md): the scope's span and count from event_spans as a
- * scalar, a window sized from them, and the page's rows in that window, with one row that
- * is not an event and carries the span and the window's edge, so that a page that finds
- * nothing still learns them from this query.
+ * scalar, a window sized from them, and the page's rows in that window, all in the one row
+ * the query answers, so that a page that finds nothing still learns the span and the edge.
  *
  * The window starts at the scope's newest event (or the page's top, when that is lower)
  * and reaches down by the time the scope takes, at its mean rate, to write twice what the
