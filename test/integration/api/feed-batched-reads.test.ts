@@ -11,6 +11,7 @@ import { toStoreTimestamp } from '../../../src/store/timestamps.js';
 import { canonicalEvent, microsFrom, uuid } from '../../support/factories.js';
 import { isBatchOfReads, recordingTransport, type RecordingTransport } from '../../support/recording-transport.js';
 import type { TestGateway } from '../../support/test-gateway.js';
+import { walk } from '../../support/feed-walk.js';
 import { describeOnEachStore } from './gateways.js';
 
 /** Windows from one second, four times wider each time, so a walk reads many windows and each can share a batch. */
@@ -33,19 +34,6 @@ const FILTERS: [string, FeedFilters][] = [
   ['a filter nothing matches', { action: 'never-happened' }],
 ];
 
-/** Every field of every event of a walk's pages, page by page. */
-async function walk(store: EventStore, scope: Scope, limit: number): Promise<string[][]> {
-  const pages: string[][] = [];
-  let after: FeedQuery['after'];
-  for (let n = 0; n < 500; n += 1) {
-    const slice = await store.listEvents({ ...scope, after, limit: limit + 1 });
-    const page = slice.events.slice(0, limit);
-    pages.push(page.map((e) => JSON.stringify(e.event)));
-    after = slice.events.length > limit ? page.at(-1)!.position : slice.resumeAfter;
-    if (after === undefined) return pages;
-  }
-  throw new Error('the walk did not end in 500 pages');
-}
 
 describeOnEachStore('feed pages read together: each page is the page read alone', (gateway) => {
   let gw: TestGateway;
@@ -102,10 +90,10 @@ describeOnEachStore('feed pages read together: each page is the page read alone'
       this.timeout(300_000);
       for (const limit of [7, 50]) {
         const expected = [];
-        for (const scope of scopes) expected.push(await walk(alone, { ...scope, filters }, limit));
+        for (const scope of scopes) expected.push(await walk(alone, { ...scope, filters }, [limit], undefined, 500));
         // One batch at a time: every read that comes while it is out waits for the next.
         const store = batched({ ...PAGE_BATCHING, inFlight: 1 });
-        const got = await Promise.all(scopes.map((scope) => walk(store, { ...scope, filters }, limit)));
+        const got = await Promise.all(scopes.map((scope) => walk(store, { ...scope, filters }, [limit], undefined, 500)));
         expect(got, `pages of ${limit}`).to.deep.equal(expected);
       }
       expect(batches(), 'batches of reads sent').to.be.above(0);
@@ -115,9 +103,9 @@ describeOnEachStore('feed pages read together: each page is the page read alone'
   it('reads each page alone when the store refuses a batch as larger than its reads may read', async function () {
     this.timeout(300_000);
     const expected = [];
-    for (const scope of scopes) expected.push(await walk(alone, scope, 10));
+    for (const scope of scopes) expected.push(await walk(alone, scope, [10], undefined, 500));
     const store = batched({ ...PAGE_BATCHING, inFlight: 1, rowsPerRead: 1 });
-    const got = await Promise.all(scopes.map((scope) => walk(store, scope, 10)));
+    const got = await Promise.all(scopes.map((scope) => walk(store, scope, [10], undefined, 500)));
     expect(got).to.deep.equal(expected);
     expect(batches(), 'batches tried').to.be.above(0);
     // Refused as TOO_MANY_ROWS, and for nothing else (a batch whose windows select no granule reads nothing, and passes).
@@ -135,10 +123,10 @@ describeOnEachStore('feed pages read together: each page is the page read alone'
       [{ fleetId: FLEETS[1]! }, 6],
     ];
     const expected = [];
-    for (const [filters, limit] of walks) expected.push(await walk(alone, { ...scope!, filters }, limit));
+    for (const [filters, limit] of walks) expected.push(await walk(alone, { ...scope!, filters }, [limit], undefined, 500));
     const store = batched({ ...PAGE_BATCHING, inFlight: 1 });
-    const others = scopes.slice(1).map((s) => walk(store, s, 8));
-    const got = await Promise.all(walks.map(([filters, limit]) => walk(store, { ...scope!, filters }, limit)));
+    const others = scopes.slice(1).map((s) => walk(store, s, [8], undefined, 500));
+    const got = await Promise.all(walks.map(([filters, limit]) => walk(store, { ...scope!, filters }, [limit], undefined, 500)));
     await Promise.all(others);
     expect(got).to.deep.equal(expected);
     expect(counted.failed).to.deep.equal([]);

@@ -12,6 +12,7 @@ import { canonicalEvent, uuid } from '../../support/factories.js';
 import { recordingTransport, type RecordingTransport } from '../../support/recording-transport.js';
 import { rowsRead } from '../../support/rows-read.js';
 import type { TestGateway } from '../../support/test-gateway.js';
+import { walk } from '../../support/feed-walk.js';
 import { describeOnEachStore } from './gateways.js';
 
 const NOW = Date.parse('2026-02-01T00:00:05Z');
@@ -20,19 +21,6 @@ const days = (n: number) => new Date(NOW - n * DAY).toISOString();
 
 type Scope = Pick<FeedQuery, 'orgId' | 'projectId' | 'filters'>;
 
-/** Every event of a scope, walked page by page as the feed service pages it: one event past the page tells has_more. */
-async function everyEvent(store: Pick<EventStore, 'listEvents'>, scope: Scope, limit: number): Promise<string[]> {
-  const ids: string[] = [];
-  let after: FeedQuery['after'];
-  for (let n = 0; n < 500; n += 1) {
-    const slice: FeedSlice = await store.listEvents({ ...scope, after, limit: limit + 1 });
-    const page = slice.events.slice(0, limit);
-    ids.push(...page.map((e) => e.event.id));
-    after = slice.events.length > limit ? page.at(-1)!.position : slice.resumeAfter;
-    if (after === undefined) return ids;
-  }
-  throw new Error('the walk did not end in 500 pages');
-}
 
 describeOnEachStore('feed: a page that goes to the store alone starts with one query of its own', (gateway) => {
   let gw: TestGateway;
@@ -76,7 +64,7 @@ describeOnEachStore('feed: a page that goes to the store alone starts with one q
     expect(first.slice.events).to.have.length(51);
     const next = await page(scope, 50, first.slice.events[49]!.position);
     expect(next.queries, 'the page after it, by its cursor').to.equal(1);
-    expect(await everyEvent(store, scope, 50)).to.deep.equal(await everyEvent(walking, scope, 50));
+    expect(await walk(store, scope, [50], undefined, 500)).to.deep.equal(await walk(walking, scope, [50], undefined, 500));
   });
 
   it('answers an empty project, and a filter that matches nothing, in one query', async () => {
@@ -92,7 +80,7 @@ describeOnEachStore('feed: a page that goes to the store alone starts with one q
     const first = await page(scope, 10);
     expect(first.queries).to.equal(1);
     expect(first.slice.events).to.have.length(11);
-    expect(await everyEvent(store, scope, 10)).to.deep.equal(await everyEvent(walking, scope, 10));
+    expect(await walk(store, scope, [10], undefined, 500)).to.deep.equal(await walk(walking, scope, [10], undefined, 500));
   });
 
   it("stops at the plan's reach in one query when the events lie below it, and the page after it is one query too", async () => {
@@ -117,7 +105,7 @@ describeOnEachStore('feed: a page that goes to the store alone starts with one q
     const first = await page(scope, 20);
     expect(first.slice.events).to.have.length(21);
     expect(first.queries, 'the first read, then windows paced from what it found').to.be.within(2, 4);
-    expect(await everyEvent(store, scope, 20)).to.deep.equal(await everyEvent(walking, scope, 20));
+    expect(await walk(store, scope, [20], undefined, 500)).to.deep.equal(await walk(walking, scope, [20], undefined, 500));
   });
 
   describe('rows read', () => {

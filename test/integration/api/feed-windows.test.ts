@@ -15,6 +15,7 @@ import { NIL_UUID } from '../../../src/ids/uuid.js';
 import { canonicalEvent, microsFrom, uuid } from '../../support/factories.js';
 import { recordingTransport, type RecordingTransport } from '../../support/recording-transport.js';
 import type { TestGateway } from '../../support/test-gateway.js';
+import { walk } from '../../support/feed-walk.js';
 import { describeOnEachStore } from './gateways.js';
 
 /**
@@ -31,8 +32,6 @@ const DEVICES = [uuid(), uuid()];
 const FLEETS = [uuid(), uuid()];
 
 type Scope = Pick<FeedQuery, 'orgId' | 'projectId' | 'filters'>;
-/** A page as a reader compares it: every field of every event, in order. */
-type Page = string[];
 
 /** The feed's plain query over the whole range (no windows), folded as the store folds. */
 function plainStore(sql: SqlTransport): Pick<EventStore, 'listEvents'> {
@@ -48,25 +47,6 @@ function plainStore(sql: SqlTransport): Pick<EventStore, 'listEvents'> {
   };
 }
 
-/**
- * Walks the feed as the feed service pages it (one event past the page tells has_more),
- * with the page sizes given in turn. `short` counts pages that stopped at their bound on
- * work before the range ended.
- */
-async function walk(store: Pick<EventStore, 'listEvents'>, scope: Scope, limits: readonly number[], short = { pages: 0 }): Promise<Page[]> {
-  const pages: Page[] = [];
-  let after: FeedQuery['after'];
-  for (let n = 0; n < 2000; n += 1) {
-    const limit = limits[n % limits.length]!;
-    const slice: FeedSlice = await store.listEvents({ ...scope, after, limit: limit + 1 });
-    const page = slice.events.slice(0, limit);
-    pages.push(page.map((e) => JSON.stringify(e.event)));
-    after = slice.events.length > limit ? page.at(-1)!.position : slice.resumeAfter;
-    if (slice.events.length <= limit && slice.resumeAfter !== undefined) short.pages += 1;
-    if (after === undefined) return pages;
-  }
-  throw new Error('the walk did not end in 2000 pages');
-}
 
 
 /** Filter values that vary with different periods, so every filter picks a different mix. */
