@@ -1,6 +1,6 @@
 import { EVENT_COLUMNS, type EventRow } from './event-rows.js';
 import type { FeedQuery } from './event-store.js';
-import { readsByDevice } from './device-events.js';
+import { pageScopeColumns, pageTable } from './device-events.js';
 import { PAGE_SETTINGS, pageConditions } from './feed-sql.js';
 import type { FeedWindow } from './feed-windows.js';
 import type { SqlParam, SqlTransport } from './sql-transport.js';
@@ -75,13 +75,19 @@ export interface BatchedRead {
 }
 
 interface Waiting extends BatchedRead {
+  readonly table: string;
   readonly scope: string;
   readonly resolve: (rows: EventRow[]) => void;
   readonly reject: (error: unknown) => void;
 }
 
-/** Rows of one project come back as one run of the batch's answer; their scope names them. */
-const scopeOf = (orgId: string, projectId: string) => `${orgId.toLowerCase()} ${projectId.toLowerCase()}`;
+/**
+ * Rows of one scope (a project, or a device of a project on the device table) come back as
+ * one run of the batch's answer; the table and the scope's key name them.
+ */
+const scopeName = (table: string, key: readonly (string | null)[]) => [table, ...key].map((part) => String(part).toLowerCase()).join(' ');
+const scopeOf = (query: FeedQuery) => scopeName(pageTable(query.filters), [query.orgId, query.projectId, ...(query.filters.deviceId === undefined ? [] : [query.filters.deviceId])]);
+const rowScopeOf = (table: string, columns: ReturnType<typeof pageScopeColumns>, row: EventRow) => scopeName(table, columns.map((column) => row[column]));
 
 /**
  * Page reads that the store answers together. The engine spends about as much planning a
@@ -91,14 +97,15 @@ const scopeOf = (orgId: string, projectId: string) => `${orgId.toLowerCase()} ${
  * at once, alone, as before; reads that arrive while `inFlight` batches are out wait for
  * the next one.
  *
- * A batch holds one read per project (a project's rows are told apart by its ids), each
- * read's own conditions joined by OR, ordered by the whole sort key and cut per project at
- * the largest limit: each read gets the rows it would have got alone. Sent alone, never
- * held back: a read of a project that already has a read waiting (one hot project's pages
- * would otherwise queue behind `inFlight` slots), a device_id read (its page belongs to
- * the device table, docs/decisions/device-pages.md, which a batch of the events table
- * does not read), a read with no lower window edge (its range is the project's history), and
- * for a minute the reads of the projects of a batch the store refused as too large. A
+ * A batch reads one table and holds one read per scope: a project on the events table, a
+ * device of a project on the device table (docs/decisions/device-pages.md), whose rows are
+ * told apart by their ids. Each read's own conditions are joined by OR, ordered by the
+ * whole sort key and cut per scope at the largest limit: each read gets the rows it would
+ * have got alone. Reads of the other table wait for a batch of their own. Sent alone, never
+ * held back: a read of a scope that already has a read waiting (one hot project's pages
+ * would otherwise queue behind `inFlight` slots), a read with no lower window edge (its
+ * range is the scope's history), and
+ * for a minute the reads of the scopes of a batch the store refused as too large. A
  * batch the store fails for its size (rows, bytes, the query's memory) sends its reads
  * alone, so it fails no page; any other failure is every read's, as it would have been.
  */
@@ -142,9 +149,11 @@ export function batchedPageReads(transport: SqlTransport, alone: PageRead, batch
       await Promise.all(batch.map(sendAlone));
       return;
     }
+    const { table } = batch[0]!;
+    const columns = pageScopeColumns(batch[0]!.query.filters);
     const byScope = new Map<string, EventRow[]>();
     for (const row of rows) {
-      const scope = scopeOf(row.org_id, row.project_id);
+      const scope = rowScopeOf(table, columns, row);
       const found = byScope.get(scope);
       if (found === undefined) byScope.set(scope, [row]);
       else found.push(row);
@@ -152,9 +161,20 @@ export function batchedPageReads(transport: SqlTransport, alone: PageRead, batch
     for (const read of batch) read.resolve((byScope.get(read.scope) ?? []).slice(0, read.query.limit));
   };
 
+  /** The reads that wait longest and read the table the first of them reads, up to `maxBatch`. */
+  const takeBatch = (): Waiting[] => {
+    const table = waiting[0]?.table;
+    const taken: Waiting[] = [];
+    for (let k = 0; k < waiting.length && taken.length < batching.maxBatch; ) {
+      if (waiting[k]!.table === table) taken.push(...waiting.splice(k, 1));
+      else k += 1;
+    }
+    return taken;
+  };
+
   const dispatch = () => {
     while (inFlight < batching.inFlight && waiting.length > 0) {
-      const taken = waiting.splice(0, batching.maxBatch);
+      const taken = takeBatch();
       for (const read of taken) waitingScopes.delete(read.scope);
       // A batch refused while these waited may have sent their projects to read alone.
       const batch: Waiting[] = [];
@@ -176,10 +196,10 @@ export function batchedPageReads(transport: SqlTransport, alone: PageRead, batch
   };
 
   const read: PageRead = (query, window) => {
-    const scope = scopeOf(query.orgId, query.projectId);
-    if (readsByDevice(query.filters) || window.from === undefined || waitingScopes.has(scope) || readsAlone(scope)) return alone(query, window);
+    const scope = scopeOf(query);
+    if (window.from === undefined || waitingScopes.has(scope) || readsAlone(scope)) return alone(query, window);
     return new Promise<EventRow[]>((resolve, reject) => {
-      waiting.push({ query, window, scope, resolve, reject });
+      waiting.push({ query, window, table: pageTable(query.filters), scope, resolve, reject });
       waitingScopes.add(scope);
       dispatch();
     });
@@ -199,14 +219,18 @@ export function batchedPageReads(transport: SqlTransport, alone: PageRead, batch
 }
 
 /**
- * The reads' conditions, each under parameter names of its own, joined by OR. Ordered by
- * the whole sort key, descending, every project's rows are a run in feed order; LIMIT BY
- * cuts each run at the largest limit, and each read keeps its own. `max_rows_to_read` is
- * checked against the granules the conditions select, before any is read (on one node; on
- * a cluster each shard checks its own, and the initiator the total as rows arrive). No
- * device_id read is ever batched, so every read of a batch reads the events table.
+ * The reads' conditions, each under parameter names of its own, joined by OR, on the table
+ * they all read. Ordered by the whole sort key, descending, every scope's rows are a run in
+ * feed order; LIMIT BY cuts each run at the largest limit, and each read keeps its own.
+ * `max_rows_to_read` is checked against the granules the conditions select, before any is
+ * read (on one node; on a cluster each shard checks its own, and the initiator the total
+ * as rows arrive).
  */
 export function batchSql(batch: readonly BatchedRead[], maxRows: number): { sql: string; params: Record<string, SqlParam> } {
+  const tables = new Set(batch.map(({ query }) => pageTable(query.filters)));
+  if (tables.size !== 1) throw new Error(`a batch of page reads reads one table; got ${[...tables].join(', ')}`);
+  const [table] = tables;
+  const scope = pageScopeColumns(batch[0]!.query.filters);
   const params: Record<string, SqlParam> = {};
   const alternatives = batch.map(({ query, window }, i) => {
     const own = pageConditions(query, window);
@@ -215,10 +239,10 @@ export function batchSql(batch: readonly BatchedRead[], maxRows: number): { sql:
   });
   params['limit'] = Math.max(...batch.map(({ query }) => query.limit));
   const sql = `SELECT ${EVENT_COLUMNS.join(', ')}
-    FROM events
+    FROM ${table!}
     WHERE ${alternatives.join('\n      OR ')}
-    ORDER BY org_id DESC, project_id DESC, occurred_at DESC, id DESC
-    LIMIT {limit:UInt32} BY org_id, project_id
+    ORDER BY ${[...scope, 'occurred_at', 'id'].map((column) => `${column} DESC`).join(', ')}
+    LIMIT {limit:UInt32} BY ${scope.join(', ')}
     SETTINGS ${[...PAGE_SETTINGS, `max_rows_to_read = ${maxRows}`, "read_overflow_mode = 'throw'"].join(', ')}`;
   return { sql, params };
 }

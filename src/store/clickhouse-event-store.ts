@@ -108,9 +108,9 @@ export function createClickHouseEventStore(transport: SqlTransport, options: Fee
       for (const probe of PROBE_WRITES) await transport.command(probe);
     },
     async listEvents(query: FeedQuery): Promise<FeedSlice> {
-      // A device's own table and span, not the walk below (docs/decisions/device-pages.md).
-      if (readsByDevice(query.filters)) return { events: (await readDevicePage(transport, query)).map(toFeedEvent) };
       const nowMs = now();
+      // A device's own table, not the walk below (docs/decisions/device-pages.md).
+      if (readsByDevice(query.filters)) return { events: (await readDevicePage({ transport, readPage, hints, nowMs }, query)).map(toFeedEvent) };
       const pagePlan = hints.plan(query, plan);
       let walk = windowWalk(query, nowMs, pagePlan);
       const rows: EventRow[] = [];

@@ -49,3 +49,7 @@ export const readsByDevice = (filters: FeedFilters): boolean => filters.deviceId
 
 /** The table a page with these filters reads. */
 export const pageTable = (filters: FeedFilters): string => (readsByDevice(filters) ? DEVICE_EVENTS_TABLE : 'events');
+
+/** The columns that name a page's scope in the table it reads, its sort key's prefix before `occurred_at`. */
+export const pageScopeColumns = (filters: FeedFilters): readonly ('org_id' | 'project_id' | 'device_id')[] =>
+  readsByDevice(filters) ? ['org_id', 'project_id', 'device_id'] : ['org_id', 'project_id'];

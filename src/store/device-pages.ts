@@ -1,10 +1,13 @@
+import { NIL_UUID } from '../ids/uuid.js';
+import type { PageRead } from './batched-page-reads.js';
 import { DEVICE_EVENTS_TABLE, DEVICE_SPANS_TABLE } from './device-events.js';
 import { EVENT_COLUMNS, type EventRow } from './event-rows.js';
 import type { FeedQuery } from './event-store.js';
 import { PAGE_SETTINGS, pageConditions } from './feed-sql.js';
-import { storeTextMs } from './feed-windows.js';
-import { readDistinct } from './fold-copies.js';
+import { msStoreText, storeTextMs, windowsStart, type WindowPlan } from './feed-windows.js';
+import { readDistinct, type FeedRowKey } from './fold-copies.js';
 import type { SqlParams, SqlTransport } from './sql-transport.js';
+import type { WindowHints } from './window-hints.js';
 
 /**
  * How many times over the window holds, at the device's mean rate, the events its page asks
@@ -78,12 +81,58 @@ export function deviceRestSql(query: FeedQuery): { sql: string; params: SqlParam
 }
 
 /**
- * Up to `query.limit` distinct events of a device's page (docs/decisions/device-pages.md):
- * one read of the window its span sizes, which holds the page for a device writing at a
- * steady rate; when it falls short and the device's events reach below it, one read of the
- * rest. Never short while the device has more: only the device's oldest event ends it.
+ * What a device page is read with besides its SQL: the store's plain reads, which go in
+ * batches while the store is busy (src/store/batched-page-reads.ts), the widths recent
+ * pages of each device needed, and the clock a first page starts below.
  */
-export async function readDevicePage(transport: SqlTransport, query: FeedQuery): Promise<EventRow[]> {
+export interface DevicePageReads {
+  readonly transport: SqlTransport;
+  readonly readPage: PageRead;
+  readonly hints: WindowHints;
+  readonly nowMs: number;
+}
+
+const DAY_MS = 86_400_000;
+
+/**
+ * The bounds of a remembered device width (only `firstMs` and `widestMs` count): the
+ * window's least width, and decades above, since a device page has no reach and a sparse
+ * device's page may span years. The plan itself, returned by the hints, means none is known.
+ */
+export const DEVICE_WIDTHS: WindowPlan = { firstMs: LEAST_WIDTH_US / 1000, growth: 1, widestMs: 20 * 366 * DAY_MS, probes: 1 };
+
+/**
+ * Up to `query.limit` distinct events of a device's page (docs/decisions/device-pages.md,
+ * docs/decisions/device-pages-remembered-width.md). A device a recent full page showed:
+ * one plain read, below the page's top, of the width that page needed, which a batch may
+ * carry. Otherwise, or when that window falls short, the read its span sizes, below the
+ * window. Never short while the device has more: only the device's oldest event ends it.
+ */
+export async function readDevicePage(reads: DevicePageReads, query: FeedQuery): Promise<EventRow[]> {
+  const topMs = windowsStart(query, reads.nowMs);
+  const plan = reads.hints.plan(query, DEVICE_WIDTHS);
+  const learn = (page: EventRow[]): EventRow[] => {
+    const last = page.at(-1);
+    if (page.length >= query.limit && last !== undefined) reads.hints.learn(query, topMs - storeTextMs(last.occurred_at), DEVICE_WIDTHS);
+    return page;
+  };
+  if (plan === DEVICE_WIDTHS) return learn(await readFromSpan(reads.transport, query));
+  const window = { from: msStoreText(topMs - plan.firstMs) };
+  const rows = await readDistinct((after, limit) => reads.readPage({ ...query, after, limit }, window), query.after, query.limit);
+  const since = query.filters.since;
+  if (rows.length >= query.limit || (since !== undefined && window.from <= since)) return learn(rows);
+  // Every event in the window was read: the span's read goes on strictly below it.
+  const below = { ...query, after: { occurredAt: window.from, id: NIL_UUID }, limit: query.limit - rows.length };
+  return learn([...rows, ...(await readFromSpan(reads.transport, below, rows.at(-1)))]);
+}
+
+/**
+ * The page below `query`'s position as the device's span sizes it: one read of the window
+ * the span gives, which holds the page for a device writing at a steady rate; when it
+ * falls short and the device's events reach below it, one read of the rest. `previous` is
+ * the page's last row above, when part of the page was read before.
+ */
+async function readFromSpan(transport: SqlTransport, query: FeedQuery, previous?: FeedRowKey): Promise<EventRow[]> {
   let window: { readonly from: string; readonly oldest: string } | undefined;
   const rows = await readDistinct<WindowRow>(
     async (after, limit) => {
@@ -97,6 +146,7 @@ export async function readDevicePage(transport: SqlTransport, query: FeedQuery):
     },
     query.after,
     query.limit,
+    previous,
   );
   // Store text compares as the times it holds.
   if (rows.length >= query.limit || (window !== undefined && window.from <= window.oldest)) return rows;
@@ -108,7 +158,7 @@ export async function readDevicePage(transport: SqlTransport, query: FeedQuery):
     },
     last === undefined ? query.after : { occurredAt: last.occurred_at, id: last.id },
     query.limit - rows.length,
-    last,
+    last ?? previous,
   );
   return [...rows, ...rest];
 }

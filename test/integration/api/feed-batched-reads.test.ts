@@ -20,6 +20,7 @@ const NOW = Date.parse('2026-02-01T00:00:05Z');
 const EDGE = '2026-02-01T00:00:00.000000Z';
 const PROJECTS = 12;
 const FLEETS = [uuid(), uuid()];
+const DEVICES = [uuid(), uuid()];
 /** Hints learned by one walk would change the next walk's windows: every walk here starts from the plan. */
 const NO_HINTS = { plan: (_: FeedQuery, base: WindowPlan) => base, learn() {} };
 
@@ -59,7 +60,7 @@ describeOnEachStore('feed pages read together: each page is the page read alone'
       const add = (occurredAt: string) => {
         const n = events.length;
         events.push(
-          canonicalEvent({ ...base, occurred_at: occurredAt, domain: ['telemetry', 'devices'][n % 2]!, entity: ['reading', 'policy'][Math.floor(n / 2) % 2]!, fleet_id: FLEETS[Math.floor(n / 3) % 2]! }),
+          canonicalEvent({ ...base, occurred_at: occurredAt, domain: ['telemetry', 'devices'][n % 2]!, entity: ['reading', 'policy'][Math.floor(n / 2) % 2]!, fleet_id: FLEETS[Math.floor(n / 3) % 2]!, device_id: DEVICES[n % 2]! }),
         );
       };
       for (let i = 0; i < 20 + p; i += 1) add(EDGE);
@@ -97,6 +98,26 @@ describeOnEachStore('feed pages read together: each page is the page read alone'
         expect(got, `pages of ${limit}`).to.deep.equal(expected);
       }
       expect(batches(), 'batches of reads sent').to.be.above(0);
+    });
+  }
+
+  for (const [name, filters] of [
+    ['device_id', { deviceId: DEVICES[0]! }],
+    ['device_id and domain', { deviceId: DEVICES[1]!, domain: 'devices' }],
+  ] satisfies [string, FeedFilters][]) {
+    it(`walks of many devices at once from remembered widths give each device's pages as its span reads them alone, filter: ${name}`, async function () {
+      this.timeout(300_000);
+      // Every device remembered six seconds wide: a first page's window holds the events at
+      // the edge, a page by cursor's mostly falls short and reads on by the device's span.
+      const remembered = { plan: (_: FeedQuery, base: WindowPlan) => ({ ...base, firstMs: 6000 }), learn() {} };
+      const store = createClickHouseEventStore(counted, { now: () => NOW, hints: remembered, batching: { ...PAGE_BATCHING, inFlight: 1 } });
+      for (const limit of [7, 50]) {
+        const expected = [];
+        for (const scope of scopes) expected.push(await walk(alone, { ...scope, filters }, [limit], undefined, 500));
+        const got = await Promise.all(scopes.map((scope) => walk(store, { ...scope, filters }, [limit], undefined, 500)));
+        expect(got, `pages of ${limit}`).to.deep.equal(expected);
+      }
+      expect(counted.sent.filter((statement) => isBatchOfReads(statement) && /FROM events_by_device\s/.test(statement)).length, 'batches of device reads sent').to.be.above(0);
     });
   }
 

@@ -88,7 +88,7 @@ describeOnEachStore('feed: a device page is one short read of the device table',
     expect(Number(partitions![1]), 'the oldest month the window opens').to.be.within(yyyymm(9), yyyymm(5));
   });
 
-  it('answers a device page in one query where its span sizes the window, and in two at most with other filters, however far back its history reaches', async () => {
+  it('answers a device page in one query where its span sizes the window, in two at most with other filters, and the next page from the width the first needed, however far back its history reaches', async () => {
     const tenant = gw.tenant();
     const [device, other, fleet] = [uuid(), uuid(), uuid()];
     // Three years of a device that writes every ten days, beside a busy one.
@@ -97,11 +97,15 @@ describeOnEachStore('feed: a device page is one short read of the device table',
     await gw.seed([...history, ...busy]);
     const counted = recordingTransport(sql);
     const store = createClickHouseEventStore(counted, { batching: false });
+    // The most queries of the first page and of the second. The second starts from the width
+    // the first needed: one read while it holds the page; the ota page is the last of its
+    // device, so the remembered window falls short and the span's read follows, its window
+    // then empty (nothing below says where the device ends) and the rest read.
     for (const [filters, most] of [
-      [{ deviceId: device }, 1],
-      [{ deviceId: device, fleetId: fleet }, 2],
-      [{ deviceId: device, domain: 'ota' }, 2],
-    ] satisfies [FeedFilters, number][]) {
+      [{ deviceId: device }, [1, 1]],
+      [{ deviceId: device, fleetId: fleet }, [2, 1]],
+      [{ deviceId: device, domain: 'ota' }, [2, 3]],
+    ] satisfies [FeedFilters, number[]][]) {
       const expected = await expectedIds(sql, tenant, filters);
       const query: FeedQuery = { orgId: tenant.orgId, projectId: tenant.projectId, filters, after: undefined, limit: 21 };
       counted.clear();
@@ -112,8 +116,34 @@ describeOnEachStore('feed: a device page is one short read of the device table',
       const second = await store.listEvents({ ...query, after });
       expect(second.events.map((e) => e.event.id)).to.deep.equal(expected.slice(21, 42));
       expect(first.resumeAfter ?? second.resumeAfter, 'a device page never stops short of its range').to.equal(undefined);
-      expect([firstQueries, counted.sent.length - firstQueries], `queries of each page, ${JSON.stringify(filters)}`).to.satisfy((n: number[]) => n.every((q) => q >= 1 && q <= most));
+      const queries = [firstQueries, counted.sent.length - firstQueries];
+      expect(queries, `queries of each page, ${JSON.stringify(filters)}`).to.satisfy((n: number[]) => n.every((q, k) => q >= 1 && q <= most[k]!));
     }
+  });
+
+  it('reads the page of a device a recent full page showed in one plain read of the width that page needed, and reads on by its span where that window falls short', async () => {
+    const tenant = gw.tenant();
+    const device = uuid();
+    // A device that wrote daily for a year, and every tenth day in the two years before.
+    const daily = Array.from({ length: 365 }, (_, k) => eventOf(tenant, k + 0.5, { device_id: device }));
+    const sparse = Array.from({ length: 73 }, (_, k) => eventOf(tenant, 366 + k * 10, { device_id: device }));
+    await gw.seed([...daily, ...sparse]);
+    const counted = recordingTransport(sql);
+    const store = createClickHouseEventStore(counted, { batching: false });
+    const query: FeedQuery = { orgId: tenant.orgId, projectId: tenant.projectId, filters: { deviceId: device }, after: undefined, limit: 21 };
+    const ids = async (q: FeedQuery) => (await store.listEvents(q)).events.map((e) => e.event.id);
+    const expected = await expectedIds(sql, tenant, { deviceId: device });
+    expect(await ids(query), 'the first page, sized by the span').to.deep.equal(expected.slice(0, 21));
+    counted.clear();
+    expect(await ids(query), 'the same page again').to.deep.equal(expected.slice(0, 21));
+    expect(counted.sent, 'one read').to.have.length(1);
+    expect(counted.sent[0]).to.match(new RegExp(`FROM ${DEVICE_EVENTS_TABLE}\\s`)).and.to.include('{window_from:').and.not.include(DEVICE_SPANS_TABLE);
+    // Deep in, where the device wrote a tenth as often: the remembered three weeks hold two or three events.
+    const until = toStoreTimestamp(new Date(Date.now() - 400 * DAY).toISOString());
+    counted.clear();
+    expect(await ids({ ...query, filters: { deviceId: device, until } })).to.deep.equal((await expectedIds(sql, tenant, { deviceId: device, until })).slice(0, 21));
+    expect(counted.sent.length, 'the window, the span\'s window below it, and at most the rest').to.be.within(2, 3);
+    expect(counted.sent.slice(1).join('\n')).to.include(DEVICE_SPANS_TABLE);
   });
 
   it('answers the page of a device no event has named in two reads that open no part of the device table', async () => {
@@ -266,13 +296,16 @@ describeOnEachStore('feed: a device page is one short read of the device table',
           ];
           for (const [query, filters] of scopes) {
             const expected = await expectedIds(sql, tenant, filters);
-            const pages = await walk(tenant, query, limit);
-            expect(pages.flatMap((p) => p.ids), query).to.deep.equal(expected);
-            for (const [k, page] of pages.entries()) {
-              const last = k === pages.length - 1;
-              expect(page.count).to.equal(page.ids.length);
-              // Every page but the last is full and says more follows; the last says none does.
-              expect({ full: page.count === limit || last, hasMore: page.hasMore, cursorNull: page.cursorNull }).to.deep.equal({ full: true, hasMore: !last, cursorNull: last });
+            // Twice: the second walk's pages start from the widths the first one's full pages needed.
+            for (const round of ['first', 'again']) {
+              const pages = await walk(tenant, query, limit);
+              expect(pages.flatMap((p) => p.ids), `${query}, ${round}`).to.deep.equal(expected);
+              for (const [k, page] of pages.entries()) {
+                const last = k === pages.length - 1;
+                expect(page.count).to.equal(page.ids.length);
+                // Every page but the last is full and says more follows; the last says none does.
+                expect({ full: page.count === limit || last, hasMore: page.hasMore, cursorNull: page.cursorNull }).to.deep.equal({ full: true, hasMore: !last, cursorNull: last });
+              }
             }
             walked += 1;
           }
