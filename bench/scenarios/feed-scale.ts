@@ -20,114 +20,33 @@ import { signHs256Token } from '../../src/auth/sign-token.js';
 import { permissions } from '../../src/auth/principal.js';
 import type { Row } from '../support/results.js';
 import { latencies } from './ceiling.js';
+import { DEVICES_PER_PROJECT, device, eventAt, fleet, historySpan, org, ORGS, project, PROJECTS, writeAgedHistory, writeEvents, type HistoryShape, type HistorySpan } from '../support/history.js';
 import { DEVICE_EVENTS_TABLE, DEVICE_SPANS_TABLE } from '../../src/store/device-events.js';
 import type { FeedQuery } from '../../src/store/event-store.js';
 import { feedSql } from '../../src/store/feed-sql.js';
-import { COLD_PARTITION_AGE_SECONDS } from '../../src/store/migrations.js';
 import { toStoreTimestamp } from '../../src/store/timestamps.js';
 import { commandTopicEnvironment, commandTopicNames } from '../../test/support/command-topics.js';
 
 const CONNECTIONS = 32;
-const PROJECTS = 1000;
-const ORGS = 100;
-const DEVICES_PER_PROJECT = 100;
 const FLEETS_PER_PROJECT = 10;
 /** Projects 0–9 stop a year before the end: their events go to projects 10–19 from then on. */
 const IDLE_PROJECTS = 10;
-const MONTHS = 24;
+const SHAPE: HistoryShape = { fleetsPerProject: FLEETS_PER_PROJECT, idleProjects: IDLE_PROJECTS };
 const PAGE = 50;
 /** Pages per shape read one at a time for the server's counters. */
 const SAMPLE = 40;
 const HOUR = 3_600_000;
-
-const org = (p: number) => `00000000-0000-4000-a000-${String(p % ORGS).padStart(12, '0')}`;
-const project = (p: number) => `00000000-0000-4000-b000-${String(p).padStart(12, '0')}`;
-const device = (p: number, d: number) => `00000000-0000-4000-c${String(d).padStart(3, '0')}-${String(p).padStart(12, '0')}`;
-const fleet = (p: number, f: number) => `00000000-0000-4000-d${String(f).padStart(3, '0')}-${String(p).padStart(12, '0')}`;
-
-/** The history ends at the run's start, so "now" (the gateway's clock) is just past the newest events, as in production. */
-function historySpan(): { startMs: number; endMs: number } {
-  const endMs = Math.floor(Date.now() / HOUR) * HOUR;
-  const start = new Date(endMs);
-  start.setUTCMonth(start.getUTCMonth() - MONTHS);
-  return { startMs: start.getTime(), endMs };
-}
-
-/**
- * Writes the events numbered `from` to `to` (exclusive) of a history of `total` as ingestion
- * would: in time order, `batch` events an insert, each insert a part (or two, at a month's
- * end). The n-th event is at start + n × span / total, so numbers past `total` carry the
- * history on past the span's end at its rate; its project, device, fleet and domain are
- * hashes of n.
- */
-async function generate(url: string, database: string, range: { from: number; to: number }, total: number, batch: number, span: { startMs: number; endMs: number }): Promise<void> {
-  const stepUs = ((span.endMs - span.startMs) * 1000) / total;
-  const idleFrom = Math.floor(total * (1 - 12 / MONTHS));
-  const start = new Date(span.startMs).toISOString().replace('T', ' ').replace('Z', '');
-  const uuidOf = (prefix: string, inner: string, p: string) =>
-    `toUUID(concat('00000000-0000-4000-${prefix}', leftPad(toString(${inner}), 3, '0'), '-', leftPad(toString(${p}), 12, '0')))`;
-  for (let from = range.from; from < range.to; from += batch) {
-    const count = Math.min(batch, range.to - from);
-    const sql = `INSERT INTO events (org_id, project_id, occurred_at, id, domain, entity, action, device_id, fleet_id, payload, source_service)
-      SELECT
-        toUUID(concat('00000000-0000-4000-a000-', leftPad(toString(p % ${ORGS}), 12, '0'))),
-        toUUID(concat('00000000-0000-4000-b000-', leftPad(toString(p), 12, '0'))),
-        addMicroseconds(toDateTime64('${start}', 6, 'UTC'), toUInt64(number * ${stepUs})),
-        generateUUIDv4(number),
-        ['telemetry', 'devices', 'edge', 'ota'][cityHash64(number, 1) % 4 + 1],
-        'reading', 'recorded',
-        ${uuidOf('c', `cityHash64(number, 2) % ${DEVICES_PER_PROJECT}`, 'p')},
-        ${uuidOf('d', `cityHash64(number, 3) % ${FLEETS_PER_PROJECT}`, 'p')},
-        concat('{"seq":', toString(number), ',"temperature":', toString(20 + number % 10), '}'), 'bench'
-      FROM (SELECT number, if(number >= ${idleFrom} AND cityHash64(number) % ${PROJECTS} < ${IDLE_PROJECTS}, cityHash64(number) % ${PROJECTS} + ${IDLE_PROJECTS}, cityHash64(number) % ${PROJECTS}) AS p
-            FROM numbers(${from}, ${count}))`;
-    await runSql(url, database, sql);
-    if (((from - range.from) / batch) % 200 === 199) console.error(`  feed-scale: ${(from + count).toLocaleString('en-US')} of ${total.toLocaleString('en-US')} events written`);
-  }
-}
-
-/** The number of the history's first event at or after `ms`. */
-const eventAt = (ms: number, total: number, span: { startMs: number; endMs: number }): number => Math.ceil(((ms - span.startMs) * total) / (span.endMs - span.startMs));
-
-/**
- * The history as a deployment's store holds it: the months before the current one written
- * first and left as one part each, as the tables' own merging of a month whose parts are a
- * day old leaves them (docs/decisions/cold-partitions-merged.md), here with an age of a
- * second in place of the day that a deployment's past months have long passed; then the
- * current month written at the production setting, left as its background merges leave it.
- */
-async function writeHistory(url: string, database: string, total: number, batch: number, span: { startMs: number; endMs: number }): Promise<void> {
-  const monthStart = new Date(span.endMs);
-  const current = eventAt(Date.UTC(monthStart.getUTCFullYear(), monthStart.getUTCMonth(), 1), total, span);
-  const age = (seconds: number) => Promise.all(MONTHLY_TABLES.map((table) => runSql(url, database, `ALTER TABLE ${table} MODIFY SETTING min_age_to_force_merge_seconds = ${seconds}`)));
-  await generate(url, database, { from: 0, to: current }, total, batch, span);
-  await age(1);
-  await waitFor(
-    'each past month merged into one part',
-    async () => {
-      const most = Number((await runSql(url, database, `SELECT max(parts) FROM (SELECT count() AS parts FROM system.parts WHERE database = currentDatabase() AND active AND table IN (${MONTHLY_TABLES.map((t) => `'${t}'`).join(', ')}) GROUP BY table, partition)`)).trim());
-      return most === 1 ? true : undefined;
-    },
-    2 * 3600_000,
-    2000,
-  );
-  await age(COLD_PARTITION_AGE_SECONDS);
-  await generate(url, database, { from: current, to: total }, total, batch, span);
-}
 
 /**
  * The events from the history's end up to now, at its rate, in one insert, so that a
  * project's newest event is as recent as an active deployment's when pages are read, not
  * as old as the writing and merging took.
  */
-async function writeUpToNow(url: string, database: string, total: number, batch: number, span: { startMs: number; endMs: number }): Promise<number> {
+async function writeUpToNow(url: string, database: string, total: number, batch: number, span: HistorySpan): Promise<number> {
   const to = eventAt(Date.now(), total, span);
-  await generate(url, database, { from: total, to }, total, Math.max(batch, to - total), span);
+  await writeEvents(url, database, SHAPE, { from: total, to }, total, Math.max(batch, to - total), span);
   return to - total;
 }
-
-/** The tables partitioned by month, whose past months merge into one part. */
-const MONTHLY_TABLES = ['events', DEVICE_EVENTS_TABLE];
 
 /** The tables a page may read: the events table, and the device table and its spans that their views fill (docs/decisions/device-pages.md). */
 const PAGE_TABLES = ['events', DEVICE_EVENTS_TABLE, DEVICE_SPANS_TABLE];
@@ -411,9 +330,10 @@ export async function measureFeedAtScale(ctx: BenchContext, sizes: readonly numb
     const gateway = await scaleGateway(ctx, database, 'pages', { FEED_FIRST_PAGE_MAX_AGE_MS: '0' });
     let select1: Awaited<ReturnType<typeof autocannon>>;
     try {
-      const span = historySpan();
+      // The history ends at the run's start, so "now" (the gateway's clock) is just past the newest events, as in production.
+      const span = historySpan(Math.floor(Date.now() / HOUR) * HOUR);
       const writing = Date.now();
-      await writeHistory(ctx.clickhouseUrl, database, size, batch, span);
+      await writeAgedHistory(ctx.clickhouseUrl, database, SHAPE, size, batch, span);
       const written = (Date.now() - writing) / 1000;
       const parts = await mergesSettled(ctx.clickhouseUrl, database, PAGE_TABLES);
       const partitions = Number((await runSql(ctx.clickhouseUrl, database, `SELECT uniqExact(partition) FROM system.parts WHERE database = currentDatabase() AND table = 'events' AND active`)).trim());

@@ -23,7 +23,8 @@ import { autocannon, variedAutocannon, type LoadRun } from '../support/autocanno
 import { gatewayProcess, serverGatewayEnvironment } from '../support/bench-process.js';
 import type { BenchContext } from '../support/context.js';
 import { withCpu } from '../support/cpu-usage.js';
-import { device, DEVICES_PER_PROJECT, org, ORGS, project, PROJECTS, writeHistory } from '../support/dashboard-store.js';
+import { writeHistory } from '../support/dashboard-store.js';
+import { device, DEVICES_PER_PROJECT, org, ORGS, project, PROJECTS } from '../support/history.js';
 import { cpuSeconds, listenerPid } from '../support/process-cpu.js';
 import type { Row } from '../support/results.js';
 import { mergesSettled, runSql, serverCounters, serverQuiet } from '../support/server-sql.js';

@@ -1,50 +1,20 @@
 /**
  * The store side of the dashboards scenario, on the ClickHouse server: the history written
- * before the dashboards start, the server's count of SELECTs, and each sampled answer
- * compared with what the store held when it was asked.
+ * before the dashboards start (the retention scenario's too), the server's count of
+ * SELECTs, and each sampled answer compared with what the store held when it was asked.
  */
 import { toStoreTimestamp } from '../../src/store/timestamps.js';
 import type { AnsweredPage } from './dashboard-clients.js';
+import { historySpan, writeAgedHistory } from './history.js';
 import { runSql } from './server-sql.js';
 
-export const PROJECTS = 1000;
-export const ORGS = 100;
-export const DEVICES_PER_PROJECT = 100;
-export const FLEETS_PER_PROJECT = 4;
-const MONTHS = 24;
-
-export const org = (p: number) => `00000000-0000-4000-a000-${String(p % ORGS).padStart(12, '0')}`;
-export const project = (p: number) => `00000000-0000-4000-b000-${String(p).padStart(12, '0')}`;
-export const device = (p: number, d: number) => `00000000-0000-4000-c${String(d).padStart(3, '0')}-${String(p).padStart(12, '0')}`;
-
 /**
- * `total` events over the 24 months before the last minute, `batch` an insert in time order
- * as ingestion writes them, no OPTIMIZE: 1,000 projects in 100 organizations, 100 devices
- * and 4 fleets a project, the project and device of each a hash of its number.
+ * `total` events over the 24 months before the last minute (bench/support/history.ts), past
+ * months aged to one part each, `batch` an insert in time order as ingestion writes them:
+ * 4 fleets a project and no idle project, as issue 52 describes the deployment.
  */
 export async function writeHistory(url: string, database: string, total: number, batch: number): Promise<void> {
-  const endMs = Date.now() - 60_000;
-  const start = new Date(endMs);
-  start.setUTCMonth(start.getUTCMonth() - MONTHS);
-  const stepUs = ((endMs - start.getTime()) * 1000) / total;
-  const from = toStoreTimestamp(start.toISOString());
-  const uuidOf = (prefix: string, inner: string) => `toUUID(concat('00000000-0000-4000-${prefix}', leftPad(toString(${inner}), 3, '0'), '-', leftPad(toString(p), 12, '0')))`;
-  for (let first = 0; first < total; first += batch) {
-    const count = Math.min(batch, total - first);
-    await runSql(
-      url,
-      database,
-      `INSERT INTO events (org_id, project_id, occurred_at, id, domain, entity, action, device_id, fleet_id, payload, source_service)
-       SELECT toUUID(concat('00000000-0000-4000-a000-', leftPad(toString(p % ${ORGS}), 12, '0'))),
-         toUUID(concat('00000000-0000-4000-b000-', leftPad(toString(p), 12, '0'))),
-         addMicroseconds(toDateTime64('${from}', 6, 'UTC'), toUInt64(number * ${stepUs})),
-         generateUUIDv4(number), ['telemetry', 'devices', 'edge', 'ota'][cityHash64(number, 1) % 4 + 1], 'reading', 'recorded',
-         ${uuidOf('c', `cityHash64(number, 2) % ${DEVICES_PER_PROJECT}`)},
-         ${uuidOf('d', `cityHash64(number, 3) % ${FLEETS_PER_PROJECT}`)},
-         concat('{"seq":', toString(number), '}'), 'bench'
-       FROM (SELECT number, cityHash64(number) % ${PROJECTS} AS p FROM numbers(${first}, ${count}))`,
-    );
-  }
+  await writeAgedHistory(url, database, { fleetsPerProject: 4, idleProjects: 0 }, total, batch, historySpan(Date.now() - 60_000));
 }
 
 /** SELECT queries the server has run since it started (system.events): the store's read load, whoever sent it. */
