@@ -15,6 +15,7 @@ import { batchedPageReads, PAGE_BATCHING, type PageBatching, type PageRead } fro
 import { NIL_UUID } from '../ids/uuid.js';
 import { DEVICE_EVENTS_TABLE, DEVICE_SPANS_TABLE, readsByDevice } from './device-events.js';
 import { readDevicePage } from './device-pages.js';
+import { batchedDeviceSpans } from './device-span-reads.js';
 
 /**
  * Inserts into the tables a batch is written to that carry no row: they take the inserts'
@@ -51,7 +52,11 @@ export interface FeedReadOptions {
   readonly hints?: WindowHints;
   /** How concurrent page reads are sent together (src/store/batched-page-reads.ts); `undefined` leaves PAGE_BATCHING, `false` sends each alone. */
   readonly batching?: PageBatching | false;
-  /** `false`: every page starts with the walk's first window, as pages do while the store is busy, never with a first read of its own (src/store/first-read.ts). */
+  /**
+   * `false`: every page reads as pages do while the store is busy, never with a query of
+   * its own: the walk's first window, not a first read (src/store/first-read.ts); a device
+   * page's span read with other devices' (src/store/device-span-reads.ts), not as its window's scalar.
+   */
   readonly firstReads?: false;
 }
 
@@ -71,6 +76,7 @@ export function createClickHouseEventStore(transport: SqlTransport, options: Fee
   const alone = readAlone(transport);
   const batched = options.batching === false ? undefined : batchedPageReads(transport, alone, options.batching ?? PAGE_BATCHING);
   const readPage: PageRead = batched ?? alone;
+  const spans = batchedDeviceSpans(transport);
   /** Runs a read alone where the store has room for one: always, without batching. */
   const whenAlone = <T>(task: () => Promise<T>): Promise<T> | undefined => {
     if (options.firstReads === false) return undefined;
@@ -110,7 +116,7 @@ export function createClickHouseEventStore(transport: SqlTransport, options: Fee
     async listEvents(query: FeedQuery): Promise<FeedSlice> {
       const nowMs = now();
       // A device's own table, not the walk below (docs/decisions/device-pages.md).
-      if (readsByDevice(query.filters)) return { events: (await readDevicePage({ transport, readPage, hints, nowMs }, query)).map(toFeedEvent) };
+      if (readsByDevice(query.filters)) return { events: (await readDevicePage({ transport, readPage, whenAlone, spans, hints, nowMs }, query)).map(toFeedEvent) };
       const pagePlan = hints.plan(query, plan);
       let walk = windowWalk(query, nowMs, pagePlan);
       const rows: EventRow[] = [];

@@ -1,12 +1,14 @@
 import { NIL_UUID } from '../ids/uuid.js';
 import type { PageRead } from './batched-page-reads.js';
 import { DEVICE_EVENTS_TABLE, DEVICE_SPANS_TABLE } from './device-events.js';
+import type { DeviceSpan, DeviceSpanRead } from './device-span-reads.js';
 import { EVENT_COLUMNS, type EventRow } from './event-rows.js';
 import type { FeedQuery } from './event-store.js';
 import { PAGE_SETTINGS, pageConditions } from './feed-sql.js';
 import { msStoreText, storeTextMs, windowsStart, type WindowPlan } from './feed-windows.js';
 import { readDistinct, type FeedRowKey } from './fold-copies.js';
 import type { SqlParams, SqlTransport } from './sql-transport.js';
+import { microsStoreText, storeTextMicros } from './timestamps.js';
 import type { WindowHints } from './window-hints.js';
 
 /**
@@ -63,6 +65,19 @@ export function deviceWindowSql(query: FeedQuery): { sql: string; params: SqlPar
 }
 
 /**
+ * deviceWindowSql's window edge, from a span read apart (batchedDeviceSpans), computed as
+ * the SQL computes it, in microseconds: undefined where the span counts no event.
+ */
+export function spanWindowFrom(span: DeviceSpan, query: FeedQuery): string | undefined {
+  if (span.events === 0) return undefined;
+  const oldest = storeTextMicros(span.oldest);
+  const newest = storeTextMicros(span.newest);
+  const top = Math.min(newest, storeTextMicros(pageTop(query)));
+  const width = Math.floor((newest - oldest) / span.events) * query.limit * WINDOW_MARGIN + LEAST_WIDTH_US;
+  return microsStoreText(top - Math.min(width, Math.max(top - oldest, 0)));
+}
+
+/**
  * The rest of a device's range below the page's position, read when the window fell
  * short: every partition the device's events may lie in. Not at all for a device with no
  * span, which no event has named (the condition is a constant the engine folds before it
@@ -88,6 +103,10 @@ export function deviceRestSql(query: FeedQuery): { sql: string; params: SqlParam
 export interface DevicePageReads {
   readonly transport: SqlTransport;
   readonly readPage: PageRead;
+  /** Runs a read that takes a query of its own where the store has room for one, else gives undefined (BatchedPageRead.whenAlone). */
+  readonly whenAlone: <T>(task: () => Promise<T>) => Promise<T> | undefined;
+  /** Device spans read together, for the pages that wait (src/store/device-span-reads.ts). */
+  readonly spans: DeviceSpanRead;
   readonly hints: WindowHints;
   readonly nowMs: number;
 }
@@ -105,8 +124,10 @@ export const DEVICE_WIDTHS: WindowPlan = { firstMs: LEAST_WIDTH_US / 1000, growt
  * Up to `query.limit` distinct events of a device's page (docs/decisions/device-pages.md,
  * docs/decisions/device-pages-remembered-width.md). A device a recent full page showed:
  * one plain read, below the page's top, of the width that page needed, which a batch may
- * carry. Otherwise, or when that window falls short, the read its span sizes, below the
- * window. Never short while the device has more: only the device's oldest event ends it.
+ * carry. Otherwise, or when that window falls short, the window its span sizes, below
+ * the remembered one: in one query where the store has room for it, else the span read
+ * with other devices' and the window with other pages'. Never short while the device has
+ * more: only the device's oldest event ends it.
  */
 export async function readDevicePage(reads: DevicePageReads, query: FeedQuery): Promise<EventRow[]> {
   const topMs = windowsStart(query, reads.nowMs);
@@ -116,14 +137,33 @@ export async function readDevicePage(reads: DevicePageReads, query: FeedQuery): 
     if (page.length >= query.limit && last !== undefined) reads.hints.learn(query, topMs - storeTextMs(last.occurred_at), DEVICE_WIDTHS);
     return page;
   };
-  if (plan === DEVICE_WIDTHS) return learn(await readFromSpan(reads.transport, query));
+  const bySpan = (q: FeedQuery, previous?: FeedRowKey) => reads.whenAlone(() => readFromSpan(reads.transport, q, previous)) ?? readFromSpanWithOthers(reads, q, previous);
+  if (plan === DEVICE_WIDTHS) return learn(await bySpan(query));
   const window = { from: msStoreText(topMs - plan.firstMs) };
   const rows = await readDistinct((after, limit) => reads.readPage({ ...query, after, limit }, window), query.after, query.limit);
   const since = query.filters.since;
   if (rows.length >= query.limit || (since !== undefined && window.from <= since)) return learn(rows);
   // Every event in the window was read: the span's read goes on strictly below it.
   const below = { ...query, after: { occurredAt: window.from, id: NIL_UUID }, limit: query.limit - rows.length };
-  return learn([...rows, ...(await readFromSpan(reads.transport, below, rows.at(-1)))]);
+  return learn([...rows, ...(await bySpan(below, rows.at(-1)))]);
+}
+
+/**
+ * readFromSpan's page for a store with no room for a query of its own: the span read with
+ * other devices' (one query for them all), then the window it sizes read as a page's
+ * window, which a batch may carry; the rest when the window falls short, as readFromSpan.
+ */
+async function readFromSpanWithOthers(reads: DevicePageReads, query: FeedQuery, previous?: FeedRowKey): Promise<EventRow[]> {
+  const { deviceId } = query.filters;
+  if (deviceId === undefined) throw new Error('a device page names its device');
+  const span = await reads.spans({ orgId: query.orgId, projectId: query.projectId, deviceId });
+  // No event has named the device.
+  if (span === undefined) return [];
+  const from = spanWindowFrom(span, query);
+  if (from === undefined) return readRest(reads.transport, query, [], previous);
+  const rows = await readDistinct((after, limit) => reads.readPage({ ...query, after, limit }, { from }), query.after, query.limit, previous);
+  if (rows.length >= query.limit || from <= span.oldest) return rows;
+  return readRest(reads.transport, query, rows, previous);
 }
 
 /**
@@ -150,6 +190,11 @@ async function readFromSpan(transport: SqlTransport, query: FeedQuery, previous?
   );
   // Store text compares as the times it holds.
   if (rows.length >= query.limit || (window !== undefined && window.from <= window.oldest)) return rows;
+  return readRest(transport, query, rows, previous);
+}
+
+/** `rows`, the page read so far below `query`'s position, and the rest of the device's range below them up to the page's limit (deviceRestSql). */
+async function readRest(transport: SqlTransport, query: FeedQuery, rows: EventRow[], previous?: FeedRowKey): Promise<EventRow[]> {
   const last = rows.at(-1);
   const rest = await readDistinct<EventRow>(
     (after, limit) => {

@@ -101,24 +101,33 @@ describeOnEachStore('feed pages read together: each page is the page read alone'
     });
   }
 
+  /** Every device remembered six seconds wide: a first page's window holds the events at the edge, a page by cursor's mostly falls short and reads on by the device's span. */
+  const remembered = { plan: (_: FeedQuery, base: WindowPlan) => ({ ...base, firstMs: 6000 }), learn() {} };
   for (const [name, filters] of [
     ['device_id', { deviceId: DEVICES[0]! }],
     ['device_id and domain', { deviceId: DEVICES[1]!, domain: 'devices' }],
   ] satisfies [string, FeedFilters][]) {
-    it(`walks of many devices at once from remembered widths give each device's pages as its span reads them alone, filter: ${name}`, async function () {
-      this.timeout(300_000);
-      // Every device remembered six seconds wide: a first page's window holds the events at
-      // the edge, a page by cursor's mostly falls short and reads on by the device's span.
-      const remembered = { plan: (_: FeedQuery, base: WindowPlan) => ({ ...base, firstMs: 6000 }), learn() {} };
-      const store = createClickHouseEventStore(counted, { now: () => NOW, hints: remembered, batching: { ...PAGE_BATCHING, inFlight: 1 } });
-      for (const limit of [7, 50]) {
-        const expected = [];
-        for (const scope of scopes) expected.push(await walk(alone, { ...scope, filters }, [limit], undefined, 500));
-        const got = await Promise.all(scopes.map((scope) => walk(store, { ...scope, filters }, [limit], undefined, 500)));
-        expect(got, `pages of ${limit}`).to.deep.equal(expected);
-      }
-      expect(counted.sent.filter((statement) => isBatchOfReads(statement) && /FROM events_by_device\s/.test(statement)).length, 'batches of device reads sent').to.be.above(0);
-    });
+    for (const [how, options] of [
+      ['from remembered widths', { hints: remembered }],
+      // No query of its own for any page: each device's span is read with the others'.
+      ['through spans read together', { hints: NO_HINTS, firstReads: false }],
+    ] as const) {
+      it(`walks of many devices at once ${how} give each device's pages as its span reads them alone, filter: ${name}`, async function () {
+        this.timeout(300_000);
+        const store = createClickHouseEventStore(counted, { now: () => NOW, ...options, batching: { ...PAGE_BATCHING, inFlight: 1 } });
+        for (const limit of [7, 50]) {
+          const expected = [];
+          for (const scope of scopes) expected.push(await walk(alone, { ...scope, filters }, [limit], undefined, 500));
+          const got = await Promise.all(scopes.map((scope) => walk(store, { ...scope, filters }, [limit], undefined, 500)));
+          expect(got, `pages of ${limit}`).to.deep.equal(expected);
+        }
+        expect(counted.sent.filter((statement) => isBatchOfReads(statement) && /FROM events_by_device\s/.test(statement)).length, 'batches of device reads sent').to.be.above(0);
+        if (options.hints === NO_HINTS) {
+          expect(counted.sent.filter((statement) => statement.includes('{s1_device:UUID}')).length, 'spans read together').to.be.above(0);
+          expect(counted.sent.filter((statement) => statement.includes('WITH (')), 'no span read as a scalar').to.deep.equal([]);
+        }
+      });
+    }
   }
 
   it('reads each page alone when the store refuses a batch as larger than its reads may read', async function () {

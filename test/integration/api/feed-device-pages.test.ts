@@ -4,7 +4,8 @@ import type { CanonicalEvent, CanonicalEventPageResponse } from '../../../src/ge
 import { openStore } from '../../../src/runtime/store-runtime.js';
 import { createClickHouseEventStore } from '../../../src/store/clickhouse-event-store.js';
 import { DEVICE_EVENTS_TABLE, DEVICE_SPANS_TABLE } from '../../../src/store/device-events.js';
-import { deviceRestSql, deviceWindowSql } from '../../../src/store/device-pages.js';
+import { deviceRestSql, deviceWindowSql, spanWindowFrom } from '../../../src/store/device-pages.js';
+import { deviceSpansSql } from '../../../src/store/device-span-reads.js';
 import { eventRowText } from '../../../src/store/event-row-text.js';
 import { storableEvent } from '../../../src/store/event-rows.js';
 import { migrate } from '../../../src/store/migrations.js';
@@ -86,6 +87,33 @@ describeOnEachStore('feed: a device page is one short read of the device table',
     };
     // A page of 51 and its margin, at one event every other day: about seven months of the device's twenty-four.
     expect(Number(partitions![1]), 'the oldest month the window opens').to.be.within(yyyymm(9), yyyymm(5));
+  });
+
+  it("gives a device's window the same edge from its span read with other devices' as from the window's own scalar", async () => {
+    const tenant = gw.tenant();
+    const [device, other, unnamed] = [uuid(), uuid(), uuid()];
+    await gw.seed([
+      ...Array.from({ length: 200 }, (_, k) => eventOf(tenant, k * 3 + 0.25, { device_id: device })),
+      ...Array.from({ length: 30 }, (_, k) => eventOf(tenant, k / 7, { device_id: other })),
+    ]);
+    const spansSql = deviceSpansSql([device, other, unnamed].map((deviceId) => ({ orgId: tenant.orgId, projectId: tenant.projectId, deviceId })));
+    const spans = new Map((await sql.query<{ device_id: string; oldest: string; newest: string; events: string }>(spansSql.sql, spansSql.params)).map((r) => [r.device_id, { ...r, events: Number(r.events) }]));
+    expect(spans.has(unnamed), 'a device no event named has no span').to.equal(false);
+    const positions = await sql.query<{ occurred_at: string; id: string }>(`SELECT occurred_at, id FROM ${DEVICE_EVENTS_TABLE} WHERE device_id = {device:UUID} ORDER BY occurred_at DESC, id DESC`, { device });
+    const cases: [string, FeedQuery][] = [];
+    for (const deviceId of [device, other]) {
+      const base: FeedQuery = { orgId: tenant.orgId, projectId: tenant.projectId, filters: { deviceId }, after: undefined, limit: 21 };
+      cases.push([`${deviceId} first page`, base]);
+    }
+    const until = toStoreTimestamp(new Date(Date.now() - 100 * DAY).toISOString());
+    cases.push(['until', { orgId: tenant.orgId, projectId: tenant.projectId, filters: { deviceId: device, until }, after: undefined, limit: 21 }]);
+    for (const k of [20, 150, 190]) cases.push([`cursor at the ${k}th event`, { orgId: tenant.orgId, projectId: tenant.projectId, filters: { deviceId: device }, after: { occurredAt: positions[k]!.occurred_at, id: positions[k]!.id }, limit: 21 }]);
+    for (const [name, query] of cases) {
+      const { sql: text, params } = deviceWindowSql(query);
+      const [row] = await sql.query<{ window_from: string }>(text, params);
+      expect(row, name).to.not.equal(undefined);
+      expect(spanWindowFrom(spans.get(query.filters.deviceId!)!, query), name).to.equal(row!.window_from);
+    }
   });
 
   it('answers a device page in one query where its span sizes the window, in two at most with other filters, and the next page from the width the first needed, however far back its history reaches', async () => {

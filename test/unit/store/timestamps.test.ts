@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import fc from 'fast-check';
-import { fromStoreTimestamp, TimestampError, toStoreTimestamp } from '../../../src/store/timestamps.js';
+import { fromStoreTimestamp, microsStoreText, storeTextMicros, TimestampError, toStoreTimestamp } from '../../../src/store/timestamps.js';
 
 describe('store timestamps', () => {
   const cases: [string, string][] = [
@@ -57,5 +57,19 @@ describe('store timestamps', () => {
 
   it('refuses text that is not a stored value', () => {
     expect(() => fromStoreTimestamp('2026-01-02T03:04:05Z')).to.throw(TimestampError);
+  });
+
+  it('counts stored text in microseconds since the epoch and back, exactly, over the whole of DateTime64(6)', () => {
+    expect(storeTextMicros('1970-01-01 00:00:01.000002')).to.equal(1_000_002);
+    expect(storeTextMicros('1969-12-31 23:59:59.999999')).to.equal(-1);
+    expect(microsStoreText(-1)).to.equal('1969-12-31 23:59:59.999999');
+    const [first, last] = [storeTextMicros('1900-01-01 00:00:00.000000'), storeTextMicros('2299-12-31 23:59:59.999999')];
+    fc.assert(
+      fc.property(fc.integer({ min: first, max: last }), (micros) => {
+        const text = microsStoreText(micros);
+        expect(text).to.match(/^\d{4}-\d{2}-\d{2} \d{2}:\d{2}:\d{2}\.\d{6}$/);
+        expect(storeTextMicros(text)).to.equal(micros);
+      }),
+    );
   });
 });
