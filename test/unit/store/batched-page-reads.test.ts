@@ -2,8 +2,8 @@ import { expect } from 'chai';
 import { batchedPageReads, batchSql, PAGE_BATCHING, type PageRead } from '../../../src/store/batched-page-reads.js';
 import type { EventRow } from '../../../src/store/event-rows.js';
 import type { FeedQuery } from '../../../src/store/event-store.js';
-import type { SqlParams, SqlTransport } from '../../../src/store/sql-transport.js';
 import { uuid } from '../../support/factories.js';
+import { heldTransport } from '../../support/held-transport.js';
 
 const WINDOW = { from: '2026-01-01 00:00:00.000000' };
 
@@ -32,19 +32,13 @@ function row(query: FeedQuery, n: number): EventRow {
 
 /** A store whose answers the test gives, one statement at a time, in the order they were sent. */
 function heldStore() {
-  const statements: { sql: string; params: SqlParams; answer: (rows: EventRow[]) => void; fail: (error: unknown) => void }[] = [];
-  const transport: Pick<SqlTransport, 'query'> = {
-    query: <Row>(sql: string, params?: SqlParams) =>
-      new Promise<Row[]>((resolve, reject) => {
-        statements.push({ sql, params: params ?? {}, answer: (rows) => resolve(rows as Row[]), fail: reject });
-      }),
-  };
+  const { transport, statements } = heldTransport();
   const alone: { query: FeedQuery }[] = [];
   const readAlone: PageRead = async (query) => {
     alone.push({ query });
     return [row(query, 0)];
   };
-  return { transport: transport as SqlTransport, statements, alone, readAlone };
+  return { transport, statements, alone, readAlone };
 }
 
 /** Lets every settled promise's callbacks run. */

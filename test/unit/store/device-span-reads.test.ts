@@ -1,19 +1,7 @@
 import { expect } from 'chai';
 import { batchedDeviceSpans, deviceSpansSql, type DeviceScope } from '../../../src/store/device-span-reads.js';
-import type { SqlParams, SqlTransport } from '../../../src/store/sql-transport.js';
+import { heldTransport } from '../../support/held-transport.js';
 import { uuid } from '../../support/factories.js';
-
-/** A store whose answers the test gives, one statement at a time, in the order they were sent. */
-function heldStore() {
-  const statements: { sql: string; params: SqlParams; answer: (rows: unknown[]) => void; fail: (error: unknown) => void }[] = [];
-  const transport: Pick<SqlTransport, 'query'> = {
-    query: <Row>(sql: string, params?: SqlParams) =>
-      new Promise<Row[]>((resolve, reject) => {
-        statements.push({ sql, params: params ?? {}, answer: (rows) => resolve(rows as Row[]), fail: reject });
-      }),
-  };
-  return { transport: transport as SqlTransport, statements };
-}
 
 const scope = (): DeviceScope => ({ orgId: uuid(), projectId: uuid(), deviceId: uuid() });
 /** A span row as the server sends it: ids in lower case, the count as text. */
@@ -29,7 +17,7 @@ const settle = () => new Promise((resolve) => setImmediate(resolve));
 
 describe('device spans read together', () => {
   it('sends a read that finds none out at once, and the reads that come meanwhile as one query, each given its own span', async () => {
-    const { transport, statements } = heldStore();
+    const { transport, statements } = heldTransport();
     const read = batchedDeviceSpans(transport);
     const first = scope();
     const firstSpan = read(first);
@@ -49,7 +37,7 @@ describe('device spans read together', () => {
   });
 
   it('fails every read of a query the store failed, and sends the next', async () => {
-    const { transport, statements } = heldStore();
+    const { transport, statements } = heldTransport();
     const read = batchedDeviceSpans(transport);
     void read(scope()).catch(() => undefined);
     const failed = [read(scope()), read(scope())].map((p) => p.then(() => 'read', (error: unknown) => (error as Error).message));
