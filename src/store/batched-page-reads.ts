@@ -86,8 +86,15 @@ interface Waiting extends BatchedRead {
  * one run of the batch's answer; the table and the scope's key name them.
  */
 const scopeName = (table: string, key: readonly (string | null)[]) => [table, ...key].map((part) => String(part).toLowerCase()).join(' ');
-const scopeOf = (query: FeedQuery) => scopeName(pageTable(query.filters), [query.orgId, query.projectId, ...(query.filters.deviceId === undefined ? [] : [query.filters.deviceId])]);
-const rowScopeOf = (table: string, columns: ReturnType<typeof pageScopeColumns>, row: EventRow) => scopeName(table, columns.map((column) => row[column]));
+type ScopeColumns = ReturnType<typeof pageScopeColumns>;
+/** What a query asks of each scope column: the same columns name a read's scope and its rows'. */
+const ASKED: { readonly [C in ScopeColumns[number]]: (query: FeedQuery) => string | null } = {
+  org_id: (query) => query.orgId,
+  project_id: (query) => query.projectId,
+  device_id: (query) => query.filters.deviceId ?? null,
+};
+const scopeOf = (query: FeedQuery) => scopeName(pageTable(query.filters), pageScopeColumns(query.filters).map((column) => ASKED[column](query)));
+const rowScopeOf = (table: string, columns: ScopeColumns, row: EventRow) => scopeName(table, columns.map((column) => row[column]));
 
 /**
  * Page reads that the store answers together. The engine spends about as much planning a
