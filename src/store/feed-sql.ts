@@ -20,13 +20,17 @@ const KEYSET = `occurred_at <= {after_t:DateTime64(6, 'UTC')} AND (occurred_at <
  *   stream had filled a block, so rows read rose with where granule boundaries fell
  *   (9,344 at 1M events, 19,712 at 10M); one stream reads only the granules the page
  *   needs. Fifty concurrent pages already keep both cores busy.
+ * - `use_uncompressed_cache = 1`: pages read the same few newest granules of every part
+ *   over and over; kept decompressed, the block of each column a page touches costs no
+ *   decompression. It takes effect only on a server with an uncompressed cache
+ *   (`uncompressed_cache_size`, sized 0 unless its configuration sets it), and chDB has none.
  * Lazy materialization stays on: turning it off halved rows read on a merged table but
  * doubled a page's time on one of many parts, where each part's last granule is then
  * read in full for every column.
  * Applied with a SETTINGS clause, so both engines (chDB and the server, also behind a
  * Distributed table) and anyone re-sending this SQL run it with the same settings.
  */
-export const PAGE_SETTINGS: readonly string[] = ['max_threads = 1'];
+export const PAGE_SETTINGS: readonly string[] = ['max_threads = 1', 'use_uncompressed_cache = 1'];
 
 /**
  * The WHERE of one page read, over the whole range (`window` absent: the plain query) or

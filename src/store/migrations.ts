@@ -66,6 +66,15 @@ export const COLD_PARTITION_AGE_SECONDS = 86_400;
 const COLD_PARTITIONS_MERGED = `min_age_to_force_merge_seconds = ${COLD_PARTITION_AGE_SECONDS}, min_age_to_force_merge_on_partition_only = 1`;
 
 /**
+ * Every part of the table compact, all its columns in one file, however large
+ * (docs/decisions/device-table-compact-parts.md). A device page reads a granule of each of
+ * the several parts its window reaches; a wide part opens a file or two per column for it
+ * and decompresses a block of each. Parts written before the setting stay wide until a
+ * merge rewrites them.
+ */
+const COMPACT_PARTS = 'min_bytes_for_wide_part = 1000000000000000, min_rows_for_wide_part = 1000000000000000';
+
+/**
  * The events table is shaped for the feed query: the sort key (org_id, project_id,
  * occurred_at, id) makes a keyset page a short reverse read of one project's range.
  * ReplacingMergeTree folds redelivered copies of an event (same sort key) in background
@@ -113,7 +122,7 @@ const TABLES: readonly TableSpec[] = [
     clauses: `PARTITION BY toYYYYMM(occurred_at)
   ORDER BY (org_id, project_id, device_id, occurred_at, id)
   SETTINGS index_granularity = 1024`,
-    settings: COLD_PARTITIONS_MERGED,
+    settings: `${COLD_PARTITIONS_MERGED}, ${COMPACT_PARTS}`,
     shardingKey: 'cityHash64(org_id, project_id)',
   },
   // Where each device's events lie in time, and how many (src/store/device-events.ts): a row a

@@ -11,12 +11,14 @@ const FILTER_INDEXES = ['domain', 'entity', 'action'].map((column) => `ADD INDEX
 /** Months whose parts are all a day old merge into one part, in both tables partitioned by month. */
 const COLD_MERGED = 'MODIFY SETTING min_age_to_force_merge_seconds = 86400, min_age_to_force_merge_on_partition_only = 1';
 const ALTERS = [INGESTED_INDEX, PROJECT_INDEX, ...FILTER_INDEXES, COLD_MERGED];
+/** The device table's parts compact at any size: a page reads a granule of each of several parts. */
+const DEVICE_SETTINGS = `${COLD_MERGED}, min_bytes_for_wide_part = 1000000000000000, min_rows_for_wide_part = 1000000000000000`;
 /** Every ALTER of a layout: the events table's, then the device table's. */
 /** The spans' count of events, added to the spans of earlier versions. */
 const SPANS_COUNT = 'ADD COLUMN IF NOT EXISTS events SimpleAggregateFunction(sum, UInt64)';
 const allAlters = (table: (name: string) => string) => [
   ...ALTERS.map((a) => `ALTER TABLE ${table('events')} ${a}`),
-  `ALTER TABLE ${table('events_by_device')} ${COLD_MERGED}`,
+  `ALTER TABLE ${table('events_by_device')} ${DEVICE_SETTINGS}`,
   `ALTER TABLE ${table('event_spans')} ${SPANS_COUNT}`,
 ];
 
@@ -28,11 +30,11 @@ describe('migrations', () => {
     for (const s of statements) expect(s).to.not.match(/ON CLUSTER|Replicated|Distributed/);
   });
 
-  it('adds the skip indexes and the merging of past months to the tables after creating them, so existing tables gain them too', () => {
+  it('adds the skip indexes, the merging of past months and compact device parts to the tables after creating them, so existing tables gain them too', () => {
     const statements = migrationStatements({ kind: 'single' });
     expect(statements[0]).to.match(/^CREATE TABLE IF NOT EXISTS events \(/);
     expect(statements.filter((s) => s.startsWith('ALTER'))).to.deep.equal(allAlters((t) => t));
-    expect(statements[statements.indexOf(`ALTER TABLE events_by_device ${COLD_MERGED}`) - 1]).to.match(/^CREATE TABLE IF NOT EXISTS events_by_device \(/);
+    expect(statements[statements.indexOf(`ALTER TABLE events_by_device ${DEVICE_SETTINGS}`) - 1]).to.match(/^CREATE TABLE IF NOT EXISTS events_by_device \(/);
     expect(statements.slice(1, 1 + ALTERS.length)).to.deep.equal(ALTERS.map((a) => `ALTER TABLE events ${a}`));
   });
 
