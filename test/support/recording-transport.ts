@@ -1,10 +1,12 @@
-import type { SqlTransport } from '../../src/store/sql-transport.js';
+import type { SqlParams, SqlTransport } from '../../src/store/sql-transport.js';
 import { clickhouseException } from '../../src/store/store-errors.js';
 
 /** A store transport that keeps what went through it. */
 export interface RecordingTransport extends SqlTransport {
   /** Every query's statement, in the order sent: what reads cost in round trips, and their shape. */
   readonly sent: string[];
+  /** Each query's parameters, in step with `sent`. */
+  readonly params: (SqlParams | undefined)[];
   /** The engine's code of each query that failed (-1 when the error carried none). */
   readonly failed: number[];
   /** Forgets what was sent and failed so far. */
@@ -13,17 +15,21 @@ export interface RecordingTransport extends SqlTransport {
 
 export function recordingTransport(sql: SqlTransport): RecordingTransport {
   const sent: string[] = [];
+  const sentParams: (SqlParams | undefined)[] = [];
   const failed: number[] = [];
   return {
     ...sql,
     sent,
+    params: sentParams,
     failed,
     clear() {
       sent.length = 0;
+      sentParams.length = 0;
       failed.length = 0;
     },
     async query(text, params, options) {
       sent.push(text);
+      sentParams.push(params);
       try {
         return await sql.query(text, params, options);
       } catch (error) {

@@ -31,7 +31,7 @@ describe('device spans read together', () => {
     expect(await firstSpan).to.deep.equal({ oldest: '2026-01-01 00:00:00.000000', newest: '2026-02-01 00:00:00.000000', events: 3 });
     await settle();
     expect(statements).to.have.length(2);
-    expect(statements[1]!.params).to.include({ s0_device: a.deviceId, s1_device: b.deviceId, s2_device: none.deviceId });
+    expect(statements[1]!.params).to.deep.include({ devices: [a.deviceId, b.deviceId, none.deviceId] });
     statements[1]!.answer([spanRow(b, 7), spanRow(a, 5)]);
     expect((await Promise.all(waiting)).map((span) => span?.events)).to.deep.equal([5, 7, undefined]);
   });
@@ -53,11 +53,12 @@ describe('device spans read together', () => {
     expect(await next).to.equal(undefined);
   });
 
-  it("names each device's parameters apart and reads by the spans table's key", () => {
-    const scopes = [scope(), scope()];
+  it("asks for the devices as one set of the spans table's key, each device's ids at the same place of three arrays", () => {
+    const scopes = [scope(), scope(), scope()];
     const { sql, params } = deviceSpansSql(scopes);
-    for (const name of Object.keys(params)) expect(sql, name).to.include(`{${name}:UUID}`);
-    expect(params).to.deep.include({ s1_org: scopes[1]!.orgId, s1_project: scopes[1]!.projectId, s1_device: scopes[1]!.deviceId });
-    expect(sql).to.match(/FROM device_spans\s/).and.include('GROUP BY org_id, project_id, device_id');
+    expect(params).to.deep.equal({ orgs: scopes.map((s) => s.orgId), projects: scopes.map((s) => s.projectId), devices: scopes.map((s) => s.deviceId) });
+    for (const name of Object.keys(params)) expect(sql, name).to.include(`{${name}:Array(UUID)}`);
+    expect(sql).to.include('(org_id, project_id, device_id) IN arrayZip({orgs:Array(UUID)}, {projects:Array(UUID)}, {devices:Array(UUID)})');
+    expect(sql).to.match(/FROM device_spans\s/).and.include('GROUP BY org_id, project_id, device_id').and.not.include(' OR ');
   });
 });
