@@ -130,11 +130,12 @@ export async function holdLedger(s: KafkaSuite, tenant: Tenant, deadLetters: Top
     const missingFeed = [...wantFeed].filter(([key]) => !inFeed.has(key)).map(([, e]) => e);
     const missingDlq = [...wantDlq.values()].filter((e) => !lettered.has(at(e)));
     const stalled = samplesOf(metrics, 'ingest_partition_stalled', { topic }).filter((m) => m.value === 1 && partitions.has(Number(m.labels['partition'])));
-    const waiting = stalled.length > 0 ? `partition(s) ${stalled.map((m) => m.labels['partition']).join(', ')} of ${topic} show ingest_partition_stalled 1 while the store answers`
-      : Date.now() > deadline ? `timed out after ${SETTLE_MS} ms` : undefined;
-    if (waiting === undefined && feedError === undefined && missingFeed.length === 0 && missingDlq.length === 0) {
+    const stalledNote = stalled.length > 0 ? `partition(s) ${stalled.map((m) => m.labels['partition']).join(', ')} of ${topic} show ingest_partition_stalled 1 while the store answers` : undefined;
+    if (stalledNote === undefined && feedError === undefined && missingFeed.length === 0 && missingDlq.length === 0) {
       if (await committedToEnd()) break;
     }
+    // Only after this round's answers: a round that finds every message accounted for passes, however late it ends.
+    const waiting = stalledNote ?? (Date.now() > deadline ? `timed out after ${SETTLE_MS} ms` : undefined);
     if (waiting !== undefined) {
       throw new Error([
         `${title}: ${waiting}; ${entries.length} messages produced`,
