@@ -5,6 +5,7 @@ import { eventRowText } from '../../../src/store/event-row-text.js';
 import { COLD_PARTITION_AGE_SECONDS, migrate } from '../../../src/store/migrations.js';
 import type { SqlTransport } from '../../../src/store/sql-transport.js';
 import { canonicalEvent, uuid } from '../../support/factories.js';
+import { tableSetting } from '../../support/table-setting.js';
 import { waitFor } from '../../support/wait-for.js';
 import { describeOnEachStore } from './gateways.js';
 
@@ -26,11 +27,7 @@ describeOnEachStore('store: a past month is merged into one part', (gateway) => 
     await sql.close();
   });
 
-  const setting = async (table: string, name: string): Promise<string | undefined> => {
-    const [row] = await sql.query<{ create_table_query: string }>('SELECT create_table_query FROM system.tables WHERE database = currentDatabase() AND name = {table:String}', { table });
-    expect(row, `table ${table}`).to.not.equal(undefined);
-    return new RegExp(`\\b${name} = (\\d+)`).exec(row!.create_table_query)?.[1];
-  };
+  const setting = (table: string, name: string) => tableSetting(sql, table, name);
 
   it('sets both month-partitioned tables to merge a month once all its parts are a day old', async () => {
     for (const table of MONTHLY) {

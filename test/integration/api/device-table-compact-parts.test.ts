@@ -4,6 +4,7 @@ import { DEVICE_EVENTS_TABLE } from '../../../src/store/device-events.js';
 import { migrate } from '../../../src/store/migrations.js';
 import type { SqlTransport } from '../../../src/store/sql-transport.js';
 import { uuid } from '../../support/factories.js';
+import { tableSetting } from '../../support/table-setting.js';
 import { waitFor } from '../../support/wait-for.js';
 import { describeOnEachStore } from './gateways.js';
 
@@ -24,10 +25,7 @@ describeOnEachStore('store: the device table writes compact parts, however large
     await sql.close();
   });
 
-  const setting = async (name: string): Promise<string | undefined> => {
-    const [row] = await sql.query<{ create_table_query: string }>('SELECT create_table_query FROM system.tables WHERE database = currentDatabase() AND name = {table:String}', { table: DEVICE_EVENTS_TABLE });
-    return new RegExp(`\\b${name} = (\\d+)`).exec(row?.create_table_query ?? '')?.[1];
-  };
+  const setting = (name: string) => tableSetting(sql, DEVICE_EVENTS_TABLE, name);
 
   /** The format of each active part of `table` in this file's month, with its rows. */
   const partsOf = (table: string) =>
