@@ -1,6 +1,6 @@
 import { EVENT_COLUMNS, type EventRow } from './event-rows.js';
 import type { FeedQuery } from './event-store.js';
-import { pageScopeColumns, pageTable } from './device-events.js';
+import { DEVICE_EVENTS_TABLE, pageScopeColumns, pageTable } from './device-events.js';
 import { PAGE_SETTINGS, pageConditions } from './feed-sql.js';
 import type { FeedWindow } from './feed-windows.js';
 import type { SqlParam, SqlTransport } from './sql-transport.js';
@@ -27,20 +27,25 @@ export type BatchedPageRead = PageRead & { readonly whenAlone: <T>(task: () => P
  *   far more than a page (events dated ahead of the clock, a window wider than the
  *   project's pace) would cost more together than alone: the store refuses such a batch
  *   before reading it, and its reads are sent alone.
+ * - `memoryBytes`: the most memory one batch may take on the server. A batch of device
+ *   reads sorts the rows its windows hold (`batchSql`); one over this bound fails for its
+ *   size, and its reads are sent alone, as for rows.
  */
 export interface PageBatching {
   readonly inFlight: number;
   readonly maxBatch: number;
   readonly rowsPerRead: number;
+  readonly memoryBytes: number;
 }
 
 /**
  * Two batches at a time, one per core of the machine measured (and of the smallest
  * deployment), each one thread (`max_threads = 1`); up to 32 reads each, the load of 32
  * connections; 16 granules of 8,192 rows a read, about eight times what a windowed first
- * page reads.
+ * page reads; 256 MiB a batch, some twenty times what a batch of 32 device reads took
+ * on a store of 100M events (docs/decisions/feed-batched-page-reads.md).
  */
-export const PAGE_BATCHING: PageBatching = { inFlight: 2, maxBatch: 32, rowsPerRead: 16 * 8192 };
+export const PAGE_BATCHING: PageBatching = { inFlight: 2, maxBatch: 32, rowsPerRead: 16 * 8192, memoryBytes: 256 * 1024 * 1024 };
 
 /** The batching FEED_BATCHES_IN_FLIGHT asks for: none at 0. */
 export const pageBatchingOf = (config: { readonly feedBatchesInFlight: number }): PageBatching | false =>
@@ -49,7 +54,11 @@ export const pageBatchingOf = (config: { readonly feedBatchesInFlight: number })
 /** The engine's TOO_MANY_ROWS and TOO_MANY_BYTES: the batch selects more than it may read. */
 const TOO_MANY_ROWS = 158;
 const TOO_MANY_BYTES = 307;
-/** MEMORY_LIMIT_EXCEEDED is the batch's own when its text names the query's limit, the server's when it names the total. */
+/**
+ * MEMORY_LIMIT_EXCEEDED is the batch's own when its text names the query's limit, the
+ * server's when it names the total. Older engines name the query's as "Memory limit (for
+ * query)"; the one measured here (26.7) as "Query memory limit".
+ */
 const MEMORY_LIMIT_EXCEEDED = 241;
 
 /**
@@ -62,7 +71,7 @@ function failedForItsSize(error: unknown): boolean {
   const e = clickhouseException(error);
   if (e === undefined) return false;
   if (e.code === TOO_MANY_ROWS || e.code === TOO_MANY_BYTES) return true;
-  return e.code === MEMORY_LIMIT_EXCEEDED && /\(for query\)/.test(e.message);
+  return e.code === MEMORY_LIMIT_EXCEEDED && /\(for query\)|Query memory limit/.test(e.message);
 }
 /** How long the projects of a batch the store refused read alone, and how many such projects are remembered. */
 const SOLO_MS = 60_000;
@@ -141,7 +150,7 @@ export function batchedPageReads(transport: SqlTransport, alone: PageRead, batch
     if (batch.length === 1) return sendAlone(batch[0]!);
     let rows: EventRow[];
     try {
-      const { sql, params } = batchSql(batch, batching.rowsPerRead * batch.length);
+      const { sql, params } = batchSql(batch, { rows: batching.rowsPerRead * batch.length, memoryBytes: batching.memoryBytes });
       rows = await transport.query<EventRow>(sql, params);
     } catch (error) {
       if (!failedForItsSize(error)) throw error;
@@ -225,6 +234,12 @@ export function batchedPageReads(transport: SqlTransport, alone: PageRead, batch
   return Object.assign(read, { whenAlone });
 }
 
+/** What one batch may take on the server: rows selected (checked before any is read) and memory. */
+export interface BatchBounds {
+  readonly rows: number;
+  readonly memoryBytes: number;
+}
+
 /**
  * The reads' conditions, each under parameter names of its own, joined by OR, on the table
  * they all read. Ordered by the whole sort key, descending, every scope's rows are a run in
@@ -232,8 +247,15 @@ export function batchedPageReads(transport: SqlTransport, alone: PageRead, batch
  * `max_rows_to_read` is checked against the granules the conditions select, before any is
  * read (on one node; on a cluster each shard checks its own, and the initiator the total
  * as rows arrive).
+ *
+ * A batch of device reads sorts its rows instead of reading the table in its order: its
+ * windows are short ranges of many devices in each of the parts a month holds, and read in
+ * order the engine spent more CPU on the same rows the more reads the batch held
+ * (docs/decisions/feed-batched-page-reads.md). The rows it sorts are those its windows
+ * hold, which `max_memory_usage` bounds. On the events table reading in order cost no
+ * more, and keeps a batch's memory to a stream.
  */
-export function batchSql(batch: readonly BatchedRead[], maxRows: number): { sql: string; params: Record<string, SqlParam> } {
+export function batchSql(batch: readonly BatchedRead[], bounds: BatchBounds): { sql: string; params: Record<string, SqlParam> } {
   const tables = new Set(batch.map(({ query }) => pageTable(query.filters)));
   if (tables.size !== 1) throw new Error(`a batch of page reads reads one table; got ${[...tables].join(', ')}`);
   const [table] = tables;
@@ -245,11 +267,18 @@ export function batchSql(batch: readonly BatchedRead[], maxRows: number): { sql:
     return `(${own.where.map((condition) => condition.replace(/\{(\w+):/g, `{r${i}_$1:`)).join(' AND ')})`;
   });
   params['limit'] = Math.max(...batch.map(({ query }) => query.limit));
+  const settings = [
+    ...PAGE_SETTINGS,
+    `max_rows_to_read = ${bounds.rows}`,
+    "read_overflow_mode = 'throw'",
+    `max_memory_usage = ${bounds.memoryBytes}`,
+    ...(table === DEVICE_EVENTS_TABLE ? ['optimize_read_in_order = 0'] : []),
+  ];
   const sql = `SELECT ${EVENT_COLUMNS.join(', ')}
     FROM ${table!}
     WHERE ${alternatives.join('\n      OR ')}
     ORDER BY ${[...scope, 'occurred_at', 'id'].map((column) => `${column} DESC`).join(', ')}
     LIMIT {limit:UInt32} BY ${scope.join(', ')}
-    SETTINGS ${[...PAGE_SETTINGS, `max_rows_to_read = ${maxRows}`, "read_overflow_mode = 'throw'"].join(', ')}`;
+    SETTINGS ${settings.join(', ')}`;
   return { sql, params };
 }

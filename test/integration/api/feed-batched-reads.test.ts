@@ -144,6 +144,30 @@ describeOnEachStore('feed pages read together: each page is the page read alone'
     expect(new Set(counted.failed)).to.deep.equal(new Set([158]));
   });
 
+  it("reads each device's page alone when a batch of device reads goes over the memory a batch may take", async function () {
+    this.timeout(300_000);
+    // Devices whose windows hold far more than a page: 300 events of 16 KB each within the
+    // second before the edge, which the remembered six seconds reach. A batch of their
+    // reads sorts every one of them; alone, each page reads its ten.
+    const heavy: Scope[] = [];
+    const writer = createClickHouseEventStore(sql);
+    for (let p = 0; p < 4; p += 1) {
+      const base = { org_id: uuid(), project_id: uuid(), device_id: uuid() };
+      const blob = 'x'.repeat(16_000);
+      const events = Array.from({ length: 300 }, (_, k) => canonicalEvent({ ...base, occurred_at: microsFrom(EDGE, -1000 * (k + 1)), payload: { blob } }));
+      await writer.insertEvents(events.map(storableEvent));
+      heavy.push({ orgId: base.org_id, projectId: base.project_id, filters: { deviceId: base.device_id } });
+    }
+    const expected = [];
+    for (const scope of heavy) expected.push(await walk(alone, scope, [10], undefined, 500));
+    const store = createClickHouseEventStore(counted, { now: () => NOW, hints: remembered, batching: { ...PAGE_BATCHING, inFlight: 1, memoryBytes: 8 * 1024 * 1024 } });
+    const got = await Promise.all(heavy.map((scope) => walk(store, scope, [10], undefined, 500)));
+    expect(got).to.deep.equal(expected);
+    // Refused as MEMORY_LIMIT_EXCEEDED, the batch's own, and for nothing else.
+    expect(counted.failed.length, 'batches refused').to.be.above(0);
+    expect(new Set(counted.failed)).to.deep.equal(new Set([241]));
+  });
+
   it('gives two walks of one project at once, with different filters and page sizes, their own pages', async function () {
     this.timeout(300_000);
     const [scope] = scopes;

@@ -6,6 +6,7 @@ import { uuid } from '../../support/factories.js';
 import { heldTransport } from '../../support/held-transport.js';
 
 const WINDOW = { from: '2026-01-01 00:00:00.000000' };
+const BOUNDS = { rows: 1000, memoryBytes: 2_000_000 };
 
 function pageQuery(overrides: Partial<FeedQuery> = {}): FeedQuery {
   return { orgId: uuid(), projectId: uuid(), filters: {}, after: undefined, limit: 3, ...overrides };
@@ -156,13 +157,14 @@ describe('feed page reads sent together', () => {
 
   it('refuses to write one batch of reads of both tables', () => {
     const device = pageQuery({ filters: { deviceId: uuid() } });
-    expect(() => batchSql([{ query: pageQuery(), window: WINDOW }, { query: device, window: WINDOW }], 1000)).to.throw('one table');
+    expect(() => batchSql([{ query: pageQuery(), window: WINDOW }, { query: device, window: WINDOW }], BOUNDS)).to.throw('one table');
   });
 
   for (const [failure, code, message, sentAloneAfter] of [
     ['refused as too many rows', '158', 'Limit for rows exceeded', true],
     ['refused as too many bytes', '307', 'Limit for rows or bytes to read exceeded', true],
     ["over the query's memory", '241', 'Memory limit (for query) exceeded', true],
+    ["over the query's memory, as the engine now says it", '241', 'Query memory limit exceeded: would use 10.24 MiB, maximum: 9.54 MiB', true],
     ["over the server's memory", '241', 'Memory limit (total) exceeded', false],
     ['too many queries at once', '202', 'Too many simultaneous queries', false],
     ['a shard down', '279', 'All connection tries failed', false],
@@ -240,18 +242,26 @@ describe('feed page reads sent together', () => {
 
   it('refuses batching values below one, which would hold reads forever', () => {
     const store = heldStore();
-    for (const bad of [{ inFlight: 0 }, { maxBatch: 0 }, { rowsPerRead: 0.5 }]) {
+    for (const bad of [{ inFlight: 0 }, { maxBatch: 0 }, { rowsPerRead: 0.5 }, { memoryBytes: 0 }]) {
       expect(() => batchedPageReads(store.transport, store.readAlone, { ...PAGE_BATCHING, ...bad })).to.throw('page batching');
     }
   });
 
-  it('names each read’s parameters apart and bounds the rows a batch may read by its reads', () => {
+  it('names each read’s parameters apart and bounds the rows and memory a batch may take', () => {
     const a = pageQuery({ filters: { domain: 'edge', since: '2026-01-01 00:00:00.000000' }, after: { occurredAt: '2026-01-02 00:00:00.000000', id: uuid() } });
     const b = pageQuery({ limit: 9 });
-    const { sql, params } = batchSql([{ query: a, window: WINDOW }, { query: b, window: { from: WINDOW.from, to: '2026-01-03 00:00:00.000000' } }], 1000);
+    const { sql, params } = batchSql([{ query: a, window: WINDOW }, { query: b, window: { from: WINDOW.from, to: '2026-01-03 00:00:00.000000' } }], BOUNDS);
     expect(params).to.deep.include({ r0_domain: 'edge', r0_after_id: a.after!.id, r1_window_to: '2026-01-03 00:00:00.000000', limit: 9 });
     for (const name of Object.keys(params)) expect(sql, name).to.include(`{${name}:`);
     expect(sql).to.not.match(/\{(org_id|project_id|domain|after_t|window_from):/);
     expect(sql).to.include('max_rows_to_read = 1000');
+    expect(sql).to.include('max_memory_usage = 2000000');
+  });
+
+  it('sorts the rows of a batch of device reads, and reads the events table in its order', () => {
+    const device = () => ({ query: pageQuery({ filters: { deviceId: uuid() } }), window: WINDOW });
+    const project = () => ({ query: pageQuery(), window: WINDOW });
+    expect(batchSql([device(), device()], BOUNDS).sql).to.include('optimize_read_in_order = 0');
+    expect(batchSql([project(), project()], BOUNDS).sql).to.not.include('optimize_read_in_order');
   });
 });
