@@ -1,6 +1,6 @@
 import type { ClickHouseConfig } from './clickhouse-settings.js';
 import { createClickHouseServerTransport } from './clickhouse-server-transport.js';
-import { DEVICE_EVENTS_TABLE, DEVICE_SPANS_TABLE } from './device-events.js';
+import { DEVICE_EVENTS_TABLE, DEVICE_SPANS_TABLE, EARLIER_DEVICE_SPANS_TABLE } from './device-events.js';
 import { normalizedScope, scopeCondition, scopeKey, type ErasureScope } from './erasure-scope.js';
 import { idempotentCommand } from './idempotent-command.js';
 import type { StoreLayout } from './migrations.js';
@@ -31,6 +31,8 @@ interface ErasedTable {
   readonly ids: 'columns' | 'command-json';
   /** Whether a device's erasure deletes from it: the event spans are bounds of a project's events, not of a device's, and stay. */
   readonly forDevice: boolean;
+  /** A table of an earlier version that this one does not create: erased where the store still has it. */
+  readonly earlier?: true;
 }
 
 /**
@@ -44,6 +46,8 @@ export const ERASED_TABLES: readonly ErasedTable[] = [
   { name: 'events', ids: 'columns', forDevice: true },
   { name: DEVICE_EVENTS_TABLE, ids: 'columns', forDevice: true },
   { name: DEVICE_SPANS_TABLE, ids: 'columns', forDevice: true },
+  // Still filled by its view where an earlier version created it (src/store/device-events.ts).
+  { name: EARLIER_DEVICE_SPANS_TABLE, ids: 'columns', forDevice: true, earlier: true },
   { name: 'event_spans', ids: 'columns', forDevice: false },
   // The embedded bus's command topics (src/store/clickhouse-command-log.ts): no read path reads
   // them, but they hold the scope's commands, which events were derived from. Read by no index:
@@ -60,7 +64,13 @@ function conditionOf(table: ErasedTable, scope: ErasureScope): { where: string; 
   return { where, params: condition.params };
 }
 
-/** The tables a scope's erasure deletes from. */
+function erasedTable(name: string): ErasedTable {
+  const table = ERASED_TABLES.find((t) => t.name === name);
+  if (table === undefined) throw new Error(`${name} is not a table an erasure deletes from`);
+  return table;
+}
+
+/** The tables a scope's erasure deletes from, an earlier version's included whether the store has it or not (ErasureStore.tablesFor). */
 export const tablesErasedFor = (scope: ErasureScope): readonly ErasedTable[] => ERASED_TABLES.filter((t) => scope.deviceId === undefined || t.forDevice);
 
 interface RecordRow {
@@ -141,6 +151,8 @@ export interface ErasureStore {
   ofOrg(orgId: string): Promise<ErasureRecord[]>;
   /** Distinct events the scope still holds (copies a merge has not folded yet count once). */
   countEvents(scope: ErasureScope): Promise<number>;
+  /** The tables the scope's erasure deletes from (tablesErasedFor), an earlier version's only where the store has it. */
+  tablesFor(scope: ErasureScope): Promise<string[]>;
   /** Rows the scope still holds in each table its erasure deletes from, copies and all: 0 everywhere once it is erased. */
   rowsLeft(scope: ErasureScope): Promise<Record<string, number>>;
   /** Deletes the scope's rows from one table, waiting until they are gone on every node. */
@@ -173,6 +185,14 @@ export async function createErasureStore(options: ErasureStoreOptions): Promise<
   const { targets, owned } = await targetsOf(options);
   // Each version is written before the call returns, on whichever shard holds the organization.
   const insertSettings = layout.kind === 'cluster' ? ' SETTINGS distributed_foreground_insert = 1' : '';
+  // Asked at each erasure, not once: an operator may drop an earlier table while the gateway runs.
+  const tablesFor = async (scope: ErasureScope): Promise<string[]> => {
+    const tables = tablesErasedFor(scope);
+    const earlier = tables.filter((t) => t.earlier === true).map((t) => t.name);
+    const found = earlier.length === 0 ? [] : await transport.query<{ name: string }>('SELECT name FROM system.tables WHERE database = currentDatabase() AND name IN {names:Array(String)}', { names: earlier });
+    const present = new Set(found.map((row) => row.name));
+    return tables.filter((t) => t.earlier !== true || present.has(t.name)).map((t) => t.name);
+  };
   return {
     async history(scope) {
       const s = normalizedScope(scope);
@@ -222,19 +242,18 @@ export async function createErasureStore(options: ErasureStoreOptions): Promise<
       const [row] = await transport.query<{ n: number | string }>(`SELECT uniqExact(project_id, occurred_at, id) AS n FROM events WHERE ${where}`, params);
       return Number(row?.n ?? 0);
     },
+    tablesFor,
     async rowsLeft(scope) {
       const left: Record<string, number> = {};
-      for (const table of tablesErasedFor(scope)) {
-        const { where, params } = conditionOf(table, scope);
-        const [row] = await transport.query<{ n: number | string }>(`SELECT count() AS n FROM ${table.name} WHERE ${where}`, params);
-        left[table.name] = Number(row?.n ?? 0);
+      for (const name of await tablesFor(scope)) {
+        const { where, params } = conditionOf(erasedTable(name), scope);
+        const [row] = await transport.query<{ n: number | string }>(`SELECT count() AS n FROM ${name} WHERE ${where}`, params);
+        left[name] = Number(row?.n ?? 0);
       }
       return left;
     },
     async deleteFrom(name, scope) {
-      const table = ERASED_TABLES.find((t) => t.name === name);
-      if (table === undefined) throw new Error(`${name} is not a table an erasure deletes from`);
-      const { where, params } = conditionOf(table, scope);
+      const { where, params } = conditionOf(erasedTable(name), scope);
       for (const target of targets) {
         // A lightweight DELETE marks the rows gone at once for every read (the parts are
         // rewritten later by merges); sync 2 returns once every replica has done so. It

@@ -20,9 +20,21 @@ export const deviceEventsSelect = (source: string, where?: string): string =>
  * merged (docs/decisions/device-pages.md, "The window"): what sizes a device page's
  * window. Filled by a view as the device table is. The figures only ever widen and
  * grow: copies and replays count again, and nothing lowers them when events go, so the
- * window they size is a guess, never a bound on what a page returns.
+ * window they size is a guess, never a bound on what a page returns. The second table of
+ * spans: its granules hold 256 devices where the first's held 8,192
+ * (docs/decisions/device-spans-granules.md).
  */
-export const DEVICE_SPANS_TABLE = 'device_spans';
+export const DEVICE_SPANS_TABLE = 'device_spans_v2';
+
+/** Rows a granule of the spans holds: a read of one device's span reads about this many in each part. */
+export const DEVICE_SPANS_GRANULE = 256;
+
+/**
+ * The spans of earlier versions, in granules of 8,192 rows. This version neither creates
+ * nor reads it; where a store has it, its view still fills it, for processes of those
+ * versions during a rolling upgrade, and an erasure deletes from it.
+ */
+export const EARLIER_DEVICE_SPANS_TABLE = 'device_spans';
 
 export const DEVICE_SPANS_COLUMNS = `org_id UUID,
     project_id UUID,

@@ -1,4 +1,5 @@
 import { DEVICE_SPANS_TABLE } from './device-events.js';
+import { PAGE_SETTINGS } from './feed-sql.js';
 import type { SqlParam, SqlTransport } from './sql-transport.js';
 
 /** Where a device's events lie in time and how many the view counted (src/store/device-events.ts): a guess, never a bound. */
@@ -56,7 +57,7 @@ export function deviceSpansSql(scopes: readonly DeviceScope[]): { sql: string; p
     FROM ${DEVICE_SPANS_TABLE}
     WHERE (org_id, project_id, device_id) IN arrayZip({orgs:Array(UUID)}, {projects:Array(UUID)}, {devices:Array(UUID)})
     GROUP BY org_id, project_id, device_id
-    SETTINGS max_threads = 1`;
+    SETTINGS ${PAGE_SETTINGS.join(', ')}`;
   return { sql, params };
 }
 

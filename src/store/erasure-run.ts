@@ -1,5 +1,4 @@
 import type { ErasureRecord, ErasureStore } from './clickhouse-erasure.js';
-import { tablesErasedFor } from './clickhouse-erasure.js';
 import { describeScope, erasureId, normalizedScope, type ErasureScope } from './erasure-scope.js';
 import type { ErasureConfig } from './erasure-settings.js';
 
@@ -139,9 +138,9 @@ export async function runErasure(request: EraseRequest, options: EraseOptions): 
   await store.save(record);
   let removedNow = counted;
   for (let pass = 1; ; pass++) {
-    for (const table of tablesErasedFor(scope)) {
-      await store.deleteFrom(table.name, scope);
-      progress({ kind: 'deleted', table: table.name });
+    for (const table of await store.tablesFor(scope)) {
+      await store.deleteFrom(table, scope);
+      progress({ kind: 'deleted', table });
     }
     const left = await store.countEvents(scope);
     // Every table, not only events: a row a view wrote for a late batch is the scope's too.

@@ -1,5 +1,5 @@
 import { ERASURES_COLUMNS, ERASURES_ORDER, ERASURES_TABLE } from './erasures-table.js';
-import { DEVICE_EVENTS_TABLE, DEVICE_SPANS_COLUMNS, DEVICE_SPANS_ORDER, DEVICE_SPANS_TABLE, deviceEventsSelect, deviceSpansSelect } from './device-events.js';
+import { DEVICE_EVENTS_TABLE, DEVICE_SPANS_COLUMNS, DEVICE_SPANS_GRANULE, DEVICE_SPANS_ORDER, DEVICE_SPANS_TABLE, deviceEventsSelect, deviceSpansSelect } from './device-events.js';
 import { EVENT_SPANS_COLUMNS, EVENT_SPANS_COUNT, EVENT_SPANS_ORDER, eventSpansSelect } from './event-spans.js';
 import type { SqlTransport } from './sql-transport.js';
 
@@ -127,11 +127,13 @@ const TABLES: readonly TableSpec[] = [
   },
   // Where each device's events lie in time, and how many (src/store/device-events.ts): a row a
   // device, not partitioned; sharded as events are, so a device's span lives on its page's shard.
+  // Small granules: a span is read by key, a granule of every part, for one row.
   {
     name: DEVICE_SPANS_TABLE,
     columns: DEVICE_SPANS_COLUMNS,
     engine: { family: 'AggregatingMergeTree', args: '' },
-    clauses: DEVICE_SPANS_ORDER,
+    clauses: `${DEVICE_SPANS_ORDER}
+  SETTINGS index_granularity = ${DEVICE_SPANS_GRANULE}`,
     shardingKey: 'cityHash64(org_id, project_id)',
   },
   // Where each scope's events lie in time (src/store/event-spans.ts), filled by its view below;

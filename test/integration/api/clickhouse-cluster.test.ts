@@ -57,9 +57,9 @@ describe('the gateway on a ClickHouse cluster, through Distributed tables [click
     expect(tables.map((t) => `${t.name} ${t.engine}`)).to.deep.equal([
       'command_log Distributed',
       'command_log_local MergeTree',
-      'device_spans Distributed',
-      'device_spans_local AggregatingMergeTree',
-      'device_spans_view MaterializedView',
+      'device_spans_v2 Distributed',
+      'device_spans_v2_local AggregatingMergeTree',
+      'device_spans_v2_view MaterializedView',
       'erasures Distributed',
       'erasures_local ReplacingMergeTree',
       'event_spans Distributed',

@@ -8,7 +8,7 @@ import { startTestGateway, type Tenant, type TestGateway } from '../../support/t
 import { waitFor } from '../../support/wait-for.js';
 import { clusterGatewayEnv, clusterInfra } from './cluster-suite.js';
 
-const LOCAL_TABLES = ['events_local', 'events_by_device_local', 'device_spans_local', 'event_spans_local'];
+const LOCAL_TABLES = ['events_local', 'events_by_device_local', 'device_spans_v2_local', 'event_spans_local'];
 
 /**
  * An organization erased on two shards without Keeper DDL, by one gateway, while a second

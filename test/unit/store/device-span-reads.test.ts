@@ -59,6 +59,6 @@ describe('device spans read together', () => {
     expect(params).to.deep.equal({ orgs: scopes.map((s) => s.orgId), projects: scopes.map((s) => s.projectId), devices: scopes.map((s) => s.deviceId) });
     for (const name of Object.keys(params)) expect(sql, name).to.include(`{${name}:Array(UUID)}`);
     expect(sql).to.include('(org_id, project_id, device_id) IN arrayZip({orgs:Array(UUID)}, {projects:Array(UUID)}, {devices:Array(UUID)})');
-    expect(sql).to.match(/FROM device_spans\s/).and.include('GROUP BY org_id, project_id, device_id').and.not.include(' OR ');
+    expect(sql).to.match(/FROM device_spans_v2\s/).and.include('GROUP BY org_id, project_id, device_id').and.not.include(' OR ');
   });
 });

@@ -1,6 +1,6 @@
 import { expect } from 'chai';
 import { progressLine } from '../../../src/erasure/erase-progress.js';
-import { governingErasures, type ErasureRecord, type ErasureStore } from '../../../src/store/clickhouse-erasure.js';
+import { governingErasures, tablesErasedFor, type ErasureRecord, type ErasureStore } from '../../../src/store/clickhouse-erasure.js';
 import { ErasureIncompleteError, runErasure, type EraseStep } from '../../../src/store/erasure-run.js';
 import { erasureId, scopeCovers, scopeKey, type ErasureScope } from '../../../src/store/erasure-scope.js';
 
@@ -36,6 +36,12 @@ function memoryStore(rows: Row[]) {
     },
     async countEvents(scope) {
       return rows.filter((r) => scopeCovers(scope, r)).length;
+    },
+    // A store no earlier version wrote: it holds none of their tables.
+    async tablesFor(scope) {
+      return tablesErasedFor(scope)
+        .filter((t) => t.earlier !== true)
+        .map((t) => t.name);
     },
     async rowsLeft(scope) {
       return { events: rows.filter((r) => scopeCovers(scope, r)).length };
@@ -89,7 +95,7 @@ describe('an erasure run', () => {
     expect(outcome.record).to.deep.include({ status: 'finished', eventsRemoved: 7, requestedBy: 'ops:alice', reason: 'closed', startedAtMs: started });
     expect(outcome.record.suppressUntilMs - started).to.equal(30 * 86_400_000);
     expect(rows).to.have.lengthOf(3);
-    expect(m.deletes).to.deep.equal(['events', 'events_by_device', 'device_spans', 'event_spans', 'command_log']);
+    expect(m.deletes).to.deep.equal(['events', 'events_by_device', 'device_spans_v2', 'event_spans', 'command_log']);
     const kinds = steps.map((s) => (s.kind === 'waiting' ? `waiting:${s.why}` : s.kind));
     expect(kinds).to.deep.equal(['started', 'waiting:suppression', 'counted', 'deleted', 'deleted', 'deleted', 'deleted', 'deleted', 'waiting:finish', 'finished']);
     // Deletes began two intervals after the suppression was written; done came two intervals after the finish.
@@ -100,7 +106,7 @@ describe('an erasure run', () => {
   it('leaves the event spans of a project when only a device goes', async () => {
     const m = memoryStore([]);
     await runErasure({ ...request, scope: { ...scope, deviceId: '2d7a9a7e-6f4a-4e7b-9f3a-2c1c9d3e4f5a' } }, m.options());
-    expect(m.deletes).to.deep.equal(['events', 'events_by_device', 'device_spans', 'command_log']);
+    expect(m.deletes).to.deep.equal(['events', 'events_by_device', 'device_spans_v2', 'command_log']);
   });
 
   it('is a no-op on a finished erasure of the same scope that holds no event, whoever runs it', async () => {
@@ -184,7 +190,7 @@ describe('an erasure run', () => {
   it('resumes a run cut short, keeping the first count, who asked and when', async () => {
     const rows = rowsOf(ORG, PROJECT, 5);
     const m = memoryStore(rows);
-    m.failDelete = 'device_spans';
+    m.failDelete = 'device_spans_v2';
     let failed: unknown;
     await runErasure(request, m.options()).catch((error: unknown) => (failed = error));
     expect(failed).to.be.an('error');

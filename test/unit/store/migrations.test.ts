@@ -1,7 +1,7 @@
 import { expect } from 'chai';
 import { backfills, migrationStatements, monthsBetween, viewChanges } from '../../../src/store/migrations.js';
 
-const TABLES = ['events', 'events_by_device', 'device_spans', 'event_spans', 'idempotency_keys', 'command_log', 'erasures'];
+const TABLES = ['events', 'events_by_device', 'device_spans_v2', 'event_spans', 'idempotency_keys', 'command_log', 'erasures'];
 /** Each node's own record of the backfills it ran, created after the tables and the view. */
 const LEDGER = 'store_backfills';
 const CREATED = /^CREATE TABLE IF NOT EXISTS (\w+)/;
@@ -69,7 +69,7 @@ describe('migrations', () => {
     // A device's events on its project's shard.
     expect(devices).to.include('Distributed(telemetry, currentDatabase(), events_by_device_local, cityHash64(org_id, project_id))');
     expect(deviceSpansLocal).to.include("ENGINE = ReplicatedAggregatingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}')");
-    expect(deviceSpans).to.include('Distributed(telemetry, currentDatabase(), device_spans_local, cityHash64(org_id, project_id))');
+    expect(deviceSpans).to.include('Distributed(telemetry, currentDatabase(), device_spans_v2_local, cityHash64(org_id, project_id))');
     expect(spansLocal).to.include("ENGINE = ReplicatedAggregatingMergeTree('/clickhouse/tables/{shard}/{database}/{table}', '{replica}')");
     // A project's span on its events' shard.
     expect(spans).to.include('Distributed(telemetry, currentDatabase(), event_spans_local, cityHash64(org_id, project_id))');
@@ -97,17 +97,17 @@ describe('migrations', () => {
     const plain = migrationStatements({ kind: 'cluster', cluster: 'telemetry', replicated: false });
     expect(viewOf(plain, 'event_spans_view')).to.match(/^CREATE MATERIALIZED VIEW IF NOT EXISTS event_spans_view TO event_spans_local AS\s+SELECT .* FROM events_local\s+GROUP/s);
     expect(viewOf(plain, 'events_by_device_view')).to.match(/^CREATE MATERIALIZED VIEW IF NOT EXISTS events_by_device_view TO events_by_device_local AS\s+SELECT .* FROM events_local\s+WHERE/s);
-    expect(viewOf(single, 'device_spans_view')).to.match(
-      /^CREATE MATERIALIZED VIEW IF NOT EXISTS device_spans_view TO device_spans AS\s+SELECT .*min\(occurred_at\) AS oldest, max\(occurred_at\) AS newest, count\(\) AS events\s+FROM events\s+WHERE device_id IS NOT NULL\s+GROUP BY org_id, project_id, device_id$/s,
+    expect(viewOf(single, 'device_spans_v2_view')).to.match(
+      /^CREATE MATERIALIZED VIEW IF NOT EXISTS device_spans_v2_view TO device_spans_v2 AS\s+SELECT .*min\(occurred_at\) AS oldest, max\(occurred_at\) AS newest, count\(\) AS events\s+FROM events\s+WHERE device_id IS NOT NULL\s+GROUP BY org_id, project_id, device_id$/s,
     );
-    expect(viewOf(replicated, 'device_spans_view')).to.match(/^CREATE MATERIALIZED VIEW IF NOT EXISTS device_spans_view ON CLUSTER telemetry TO device_spans_local AS\s+SELECT .* FROM events_local\s+WHERE/s);
+    expect(viewOf(replicated, 'device_spans_v2_view')).to.match(/^CREATE MATERIALIZED VIEW IF NOT EXISTS device_spans_v2_view ON CLUSTER telemetry TO device_spans_v2_local AS\s+SELECT .* FROM events_local\s+WHERE/s);
     for (const statements of [single, replicated]) {
       const at = (prefix: RegExp) => statements.findIndex((s) => prefix.test(s));
       // After every table they join, and before the ledger whose backfills they must precede.
       for (const [view, table] of [
         ['event_spans_view', /^CREATE TABLE IF NOT EXISTS event_spans\b/],
         ['events_by_device_view', /^CREATE TABLE IF NOT EXISTS events_by_device\b/],
-        ['device_spans_view', /^CREATE TABLE IF NOT EXISTS device_spans\b/],
+        ['device_spans_v2_view', /^CREATE TABLE IF NOT EXISTS device_spans_v2\b/],
       ] as const) {
         const created = at(new RegExp(`^CREATE MATERIALIZED VIEW IF NOT EXISTS ${view}`));
         expect(created).to.be.greaterThan(at(table)).and.greaterThan(at(/^CREATE TABLE IF NOT EXISTS events\b/));
@@ -124,15 +124,25 @@ describe('migrations', () => {
     );
   });
 
+  it("keeps the device spans in granules of 256 rows, and neither creates nor drops an earlier version's spans", () => {
+    for (const layout of [{ kind: 'single' }, { kind: 'cluster', cluster: 'telemetry', replicated: true }] as const) {
+      const statements = migrationStatements(layout);
+      const created = statements.find((s) => /^CREATE TABLE IF NOT EXISTS device_spans_v2(_local)? /.test(s));
+      expect(created).to.match(/ORDER BY \(org_id, project_id, device_id\)\s+SETTINGS index_granularity = 256$/);
+      // Still written by its own view where an earlier version left it, for that version's processes.
+      expect(statements.filter((s) => /\bdevice_spans(_local|_view)?\b/.test(s))).to.deep.equal([]);
+    }
+  });
+
   it('backfills the spans, the device table and the device spans from the events a month at a time: through the Distributed tables on a replicated cluster, shard by shard without Keeper', () => {
     const month = /toYYYYMM\(occurred_at\) = \{month:UInt32\}/;
     const byName = (layout: Parameters<typeof backfills>[0]) => Object.fromEntries(backfills(layout).map((b) => [b.name, b]));
     const single = byName({ kind: 'single' });
-    expect(Object.keys(single)).to.have.members(['event_spans', 'event_spans_events', 'events_by_device', 'device_spans']);
+    expect(Object.keys(single)).to.have.members(['event_spans', 'event_spans_events', 'events_by_device', 'device_spans_v2']);
     // A store whose spans are backfilled in this version has their counts with them.
     expect(single['event_spans']!.covers).to.deep.equal(['event_spans_events']);
     expect(single['event_spans_events']).to.deep.include({ table: 'event_spans', statement: single['event_spans']!.statement, covers: [] });
-    expect(single['device_spans']!.statement).to.match(/^INSERT INTO device_spans SELECT .* FROM events\s+WHERE device_id IS NOT NULL AND toYYYYMM\(occurred_at\) = \{month:UInt32\}\s+GROUP BY org_id, project_id, device_id$/s);
+    expect(single['device_spans_v2']!.statement).to.match(/^INSERT INTO device_spans_v2 SELECT .* FROM events\s+WHERE device_id IS NOT NULL AND toYYYYMM\(occurred_at\) = \{month:UInt32\}\s+GROUP BY org_id, project_id, device_id$/s);
     expect(single['event_spans']).to.deep.include({ source: 'events', view: 'event_spans_view' });
     expect(single['event_spans']!.statement).to.match(/^INSERT INTO event_spans SELECT .* FROM events\s+WHERE toYYYYMM\(occurred_at\) = \{month:UInt32\}\s+GROUP BY org_id, project_id, domain, entity, action$/s);
     expect(single['events_by_device']).to.deep.include({ source: 'events', view: 'events_by_device_view' });
