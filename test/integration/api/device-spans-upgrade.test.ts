@@ -1,44 +1,32 @@
 import { expect } from 'chai';
 import { createErasureStore } from '../../../src/store/clickhouse-erasure.js';
-import { createClickHouseServerTransport } from '../../../src/store/clickhouse-server-transport.js';
 import { createClickHouseEventStore } from '../../../src/store/clickhouse-event-store.js';
 import { DEVICE_SPANS_GRANULE, DEVICE_SPANS_TABLE, EARLIER_DEVICE_SPANS_TABLE } from '../../../src/store/device-events.js';
 import { eventRowText } from '../../../src/store/event-row-text.js';
 import { storableEvent } from '../../../src/store/event-rows.js';
 import { backfills, migrate, migrationStatements } from '../../../src/store/migrations.js';
-import type { SqlTransport } from '../../../src/store/sql-transport.js';
 import { canonicalEvent, uuid } from '../../support/factories.js';
 import { recordingTransport } from '../../support/recording-transport.js';
-import { clickhouseServer } from './gateways.js';
+import { serverDatabaseOfItsOwn } from './gateways.js';
 
 /** This version's statements as the version before the second spans table wrote them: the device spans under their first name, in granules of 8,192 rows. */
 const asEarlier = (statement: string) => statement.replaceAll(DEVICE_SPANS_TABLE, EARLIER_DEVICE_SPANS_TABLE).replace(`\n  SETTINGS index_granularity = ${DEVICE_SPANS_GRANULE}`, '');
 
 describe('store: device spans of an earlier version, in large granules, are copied into the second table at start and kept for that version [clickhouse-server]', function () {
   this.timeout(120_000);
-  const database = `device_spans_upgrade_${uuid().replaceAll('-', '')}`;
-  let sql: SqlTransport;
-
-  before(async () => {
-    const { url } = await clickhouseServer();
-    sql = await createClickHouseServerTransport({ url, username: undefined, password: undefined, ca: undefined, database, requestTimeoutMs: 30_000, cluster: undefined, idempotencyStore: 'table' });
-  });
-
-  after(async () => {
-    await sql.command(`DROP DATABASE IF EXISTS ${database} SYNC`);
-    await sql.close();
-  });
+  const opened = serverDatabaseOfItsOwn('device_spans_upgrade');
 
   const spanOf = async (table: string, deviceId: string) => {
-    const [row] = await sql.query<{ events: string; oldest: string | null }>(`SELECT sum(events) AS events, min(oldest) AS oldest FROM ${table} WHERE device_id = {d:UUID}`, { d: deviceId });
+    const [row] = await opened().query<{ events: string; oldest: string | null }>(`SELECT sum(events) AS events, min(oldest) AS oldest FROM ${table} WHERE device_id = {d:UUID}`, { d: deviceId });
     return { events: Number(row!.events), oldest: row!.oldest };
   };
   const granularity = async (table: string) => {
-    const [row] = await sql.query<{ engine_full: string }>('SELECT engine_full FROM system.tables WHERE database = currentDatabase() AND name = {t:String}', { t: table });
+    const [row] = await opened().query<{ engine_full: string }>('SELECT engine_full FROM system.tables WHERE database = currentDatabase() AND name = {t:String}', { t: table });
     return /index_granularity = (\d+)/.exec(row?.engine_full ?? '')?.[1];
   };
 
   it('fills the second table with what was written before, both tables with what is written after, reads only the second, and erases from both', async () => {
+    const sql = opened();
     for (const statement of migrationStatements({ kind: 'single' })) await sql.command(asEarlier(statement));
     for (const { name } of backfills({ kind: 'single' })) await sql.command('INSERT INTO store_backfills (name) VALUES ({name:String})', { name: asEarlier(name) });
     expect(await granularity(EARLIER_DEVICE_SPANS_TABLE), 'the earlier spans').to.equal('8192');

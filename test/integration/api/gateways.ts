@@ -1,8 +1,35 @@
+import { randomUUID } from 'node:crypto';
+import { createClickHouseServerTransport } from '../../../src/store/clickhouse-server-transport.js';
+import type { SqlTransport } from '../../../src/store/sql-transport.js';
 import { pickInfra, startClickHouseInfra, type ClickHouseInfra } from '../../support/infra.js';
 import { storeEnvironment, storesUnderTest, type StoreKind } from '../../support/stores.js';
 import { startTestGateway, type TestGateway } from '../../support/test-gateway.js';
 
 let clickhouse: Promise<ClickHouseInfra> | undefined;
+
+/**
+ * A database of its own on the ClickHouse server, for a suite that lays out its tables
+ * itself (an earlier version's, say): called in the suite's body, it opens a transport to
+ * `prefix_<random>` before the suite and drops the database after it. The transport is
+ * read through the returned function, once the suite's hooks have run.
+ */
+export function serverDatabaseOfItsOwn(prefix: string): () => SqlTransport {
+  const database = `${prefix}_${randomUUID().replaceAll('-', '')}`;
+  let sql: SqlTransport | undefined;
+  before(async () => {
+    const { url } = await clickhouseServer();
+    sql = await createClickHouseServerTransport({ url, username: undefined, password: undefined, ca: undefined, database, requestTimeoutMs: 30_000, cluster: undefined, idempotencyStore: 'table' });
+  });
+  after(async () => {
+    if (sql === undefined) return;
+    await sql.command(`DROP DATABASE IF EXISTS ${database} SYNC`);
+    await sql.close();
+  });
+  return () => {
+    if (sql === undefined) throw new Error(`the database ${database} is opened by its suite's before hook`);
+    return sql;
+  };
+}
 
 /**
  * Live-tail settings of the shared gateways, smaller than the defaults so that

@@ -1,14 +1,12 @@
 import { expect } from 'chai';
-import { createClickHouseServerTransport } from '../../../src/store/clickhouse-server-transport.js';
 import { createClickHouseEventStore } from '../../../src/store/clickhouse-event-store.js';
 import { storableEvent } from '../../../src/store/event-rows.js';
 import { eventRowText } from '../../../src/store/event-row-text.js';
 import { EVENT_SPANS_COUNT } from '../../../src/store/event-spans.js';
 import { backfills, migrate, migrationStatements } from '../../../src/store/migrations.js';
-import type { SqlTransport } from '../../../src/store/sql-transport.js';
 import { canonicalEvent, uuid } from '../../support/factories.js';
 import { recordingTransport } from '../../support/recording-transport.js';
-import { clickhouseServer } from './gateways.js';
+import { serverDatabaseOfItsOwn } from './gateways.js';
 
 /** The statements of the version before the spans' count: its spans table and view without it, its backfills done. */
 function earlierVersion(): string[] {
@@ -21,20 +19,10 @@ function earlierVersion(): string[] {
 
 describe('store: spans written by an earlier version gain their count of events at start [clickhouse-server]', function () {
   this.timeout(120_000);
-  const database = `spans_upgrade_${uuid().replaceAll('-', '')}`;
-  let sql: SqlTransport;
-
-  before(async () => {
-    const { url } = await clickhouseServer();
-    sql = await createClickHouseServerTransport({ url, username: undefined, password: undefined, ca: undefined, database, requestTimeoutMs: 30_000, cluster: undefined, idempotencyStore: 'table' });
-  });
-
-  after(async () => {
-    await sql.command(`DROP DATABASE IF EXISTS ${database} SYNC`);
-    await sql.close();
-  });
+  const opened = serverDatabaseOfItsOwn('spans_upgrade');
 
   it('counts the events written before and after, and a first page then takes one query', async () => {
+    const sql = opened();
     for (const statement of earlierVersion()) await sql.command(statement);
     for (const { name } of backfills({ kind: 'single' }).filter((b) => b.name === b.table)) {
       await sql.command('INSERT INTO store_backfills (name) VALUES ({name:String})', { name });
