@@ -30,12 +30,18 @@ export type BatchedPageRead = PageRead & { readonly whenAlone: <T>(task: () => P
  * - `memoryBytes`: the most memory one batch may take on the server. A batch of device
  *   reads sorts the rows its windows hold (`batchSql`); one over this bound fails for its
  *   size, and its reads are sent alone, as for rows.
+ * - `fillTo`, `lingerMs`: while a batch is out, a free slot waits for `fillTo` reads, or
+ *   for the oldest waiting read to have waited `lingerMs`, or for no batch to be out,
+ *   before it sends what waits (docs/decisions/feed-batch-linger.md). With no batch out,
+ *   a read goes at once.
  */
 export interface PageBatching {
   readonly inFlight: number;
   readonly maxBatch: number;
   readonly rowsPerRead: number;
   readonly memoryBytes: number;
+  readonly fillTo: number;
+  readonly lingerMs: number;
 }
 
 /**
@@ -43,9 +49,12 @@ export interface PageBatching {
  * deployment), each one thread (`max_threads = 1`); up to 32 reads each, the load of 32
  * connections; 16 granules of 8,192 rows a read, about eight times what a windowed first
  * page reads; 256 MiB a batch, some twenty times what a batch of 32 device reads took
- * on a store of 100M events (docs/decisions/feed-batched-page-reads.md).
+ * on a store of 100M events (docs/decisions/feed-batched-page-reads.md). While one batch
+ * is out, the other slot waits up to 10 ms for 8 reads: a device read alone cost the
+ * server about twice what it cost in a batch of 8, and 10 ms is half what a device page
+ * takes alone (docs/decisions/feed-batch-linger.md).
  */
-export const PAGE_BATCHING: PageBatching = { inFlight: 2, maxBatch: 32, rowsPerRead: 16 * 8192, memoryBytes: 256 * 1024 * 1024 };
+export const PAGE_BATCHING: PageBatching = { inFlight: 2, maxBatch: 32, rowsPerRead: 16 * 8192, memoryBytes: 256 * 1024 * 1024, fillTo: 8, lingerMs: 10 };
 
 /** The batching FEED_BATCHES_IN_FLIGHT asks for: none at 0. */
 export const pageBatchingOf = (config: { readonly feedBatchesInFlight: number }): PageBatching | false =>
@@ -86,6 +95,8 @@ export interface BatchedRead {
 interface Waiting extends BatchedRead {
   readonly table: string;
   readonly scope: string;
+  /** When the read began to wait, on the reader's clock. */
+  readonly since: number;
   readonly resolve: (rows: EventRow[]) => void;
   readonly reject: (error: unknown) => void;
 }
@@ -109,9 +120,9 @@ const rowScopeOf = (table: string, columns: ScopeColumns, row: EventRow) => scop
  * Page reads that the store answers together. The engine spends about as much planning a
  * query as reading a page's few granules (docs/decisions/feed-batched-page-reads.md), so a page read
  * alone costs it several times a `SELECT 1`; 32 pages of different projects in one query
- * cost it a third of that each. A read that finds fewer than `inFlight` batches out is sent
- * at once, alone, as before; reads that arrive while `inFlight` batches are out wait for
- * the next one.
+ * cost it a third of that each. A read that finds no batch out is sent at once, alone, as
+ * before; reads that arrive while `inFlight` batches are out wait for the next one, and
+ * while fewer are out, for the free slot to gather `fillTo` of them or to linger out.
  *
  * A batch reads one table and holds one read per scope: a project on the events table, a
  * device of a project on the device table (docs/decisions/device-pages.md), whose rows are
@@ -188,8 +199,26 @@ export function batchedPageReads(transport: SqlTransport, alone: PageRead, batch
     return taken;
   };
 
+  /** A dispatch once the oldest waiting read has waited `lingerMs`; one at a time. */
+  let lingering: ReturnType<typeof setTimeout> | undefined;
+  const lingerFor = (ms: number) => {
+    lingering ??= setTimeout(() => {
+      lingering = undefined;
+      dispatch();
+    }, ms);
+  };
+
   const dispatch = () => {
     while (inFlight < batching.inFlight && waiting.length > 0) {
+      // A batch out keeps the store busy: a free slot gathers reads rather than spend a
+      // query's fixed cost on one or two of them.
+      if (inFlight > 0 && waiting.length < batching.fillTo) {
+        const waited = now() - waiting[0]!.since;
+        if (waited < batching.lingerMs) {
+          lingerFor(batching.lingerMs - waited);
+          return;
+        }
+      }
       const taken = takeBatch();
       for (const read of taken) waitingScopes.delete(read.scope);
       // A batch refused while these waited may have sent their projects to read alone.
@@ -215,14 +244,14 @@ export function batchedPageReads(transport: SqlTransport, alone: PageRead, batch
     const scope = scopeOf(query);
     if (window.from === undefined || waitingScopes.has(scope) || readsAlone(scope)) return alone(query, window);
     return new Promise<EventRow[]>((resolve, reject) => {
-      waiting.push({ query, window, table: pageTable(query.filters), scope, resolve, reject });
+      waiting.push({ query, window, table: pageTable(query.filters), scope, since: now(), resolve, reject });
       waitingScopes.add(scope);
       dispatch();
     });
   };
   const whenAlone = <T>(task: () => Promise<T>): Promise<T> | undefined => {
-    // Reads wait only while `inFlight` batches are out; below that none is waiting.
-    if (inFlight >= batching.inFlight) return undefined;
+    // With every slot taken, or reads gathering for a free one, a first read waits with them.
+    if (inFlight >= batching.inFlight || waiting.length > 0) return undefined;
     inFlight += 1;
     return Promise.resolve()
       .then(task)

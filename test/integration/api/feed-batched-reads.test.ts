@@ -102,6 +102,23 @@ describeOnEachStore('feed pages read together: each page is the page read alone'
     });
   }
 
+  // The default batching: two batches out, and while one is, reads gather for the other
+  // slot (docs/decisions/feed-batch-linger.md).
+  for (const [name, filters] of [
+    ['none', {}],
+    ['device_id', { deviceId: DEVICES[0]! }],
+  ] satisfies [string, FeedFilters][]) {
+    it(`walks of many scopes at once, reads gathering for a free slot, give each scope's pages as read alone, filter: ${name}`, async function () {
+      this.timeout(300_000);
+      const expected = [];
+      for (const scope of scopes) expected.push(await walk(alone, { ...scope, filters }, [7], undefined, 500));
+      const store = batched(PAGE_BATCHING);
+      const got = await Promise.all(scopes.map((scope) => walk(store, { ...scope, filters }, [7], undefined, 500)));
+      expect(got).to.deep.equal(expected);
+      expect(batches(), 'batches of reads sent').to.be.above(0);
+    });
+  }
+
   /** Every device remembered six seconds wide: a first page's window holds the events at the edge, a page by cursor's mostly falls short and reads on by the device's span. */
   const remembered = { plan: (_: FeedQuery, base: WindowPlan) => ({ ...base, firstMs: 6000 }), learn() {} };
   for (const [name, filters] of [

@@ -4,6 +4,7 @@ import type { EventRow } from '../../../src/store/event-rows.js';
 import type { FeedQuery } from '../../../src/store/event-store.js';
 import { uuid } from '../../support/factories.js';
 import { heldTransport } from '../../support/held-transport.js';
+import { waitFor } from '../../support/wait-for.js';
 
 const WINDOW = { from: '2026-01-01 00:00:00.000000' };
 const BOUNDS = { rows: 1000, memoryBytes: 2_000_000 };
@@ -111,6 +112,75 @@ describe('feed page reads sent together', () => {
     expect(gotA).to.deep.equal([row(a, 0), row(a, 1)]);
     expect(gotB).to.deep.equal([row(b, 0), row(b, 1), row(b, 2)]);
     expect(gotA2).to.deep.equal([row(a, 9)]);
+  });
+
+  /** A reader with two batch slots that gathers reads for a free one while the other is out; lone reads held as in `oneSlot`. */
+  function twoSlots(gathering: { fillTo: number; lingerMs: number }) {
+    const store = heldStore();
+    const sentAlone: { query: FeedQuery; release: (rows?: EventRow[]) => void }[] = [];
+    const readAlone: PageRead = (query) => new Promise((resolve) => sentAlone.push({ query, release: (rows = []) => resolve(rows) }));
+    const read = batchedPageReads(store.transport, readAlone, { ...PAGE_BATCHING, inFlight: 2, ...gathering });
+    return { ...store, sentAlone, read };
+  }
+  /** The projects a batch statement reads, in its order. */
+  const projectsOf = (params: Record<string, unknown>) => Object.keys(params).filter((name) => /^r\d+_project_id$/.test(name)).map((name) => params[name]);
+
+  it('while a batch is out, gathers reads for the free slot and sends them together once fillTo of them wait', async () => {
+    const { read, statements, sentAlone } = twoSlots({ fillTo: 3, lingerMs: 60_000 });
+    const out = pageQuery();
+    void read(out, WINDOW);
+    const [b, c, d] = [pageQuery(), pageQuery(), pageQuery()];
+    void read(b, WINDOW);
+    void read(c, WINDOW);
+    await settle();
+    expect(sentAlone.map((s) => s.query), 'the first read went at once; two reads gather').to.deep.equal([out]);
+    expect(statements).to.deep.equal([]);
+    void read(d, WINDOW);
+    await settle();
+    expect(statements, 'the third fills the batch, the first read still out').to.have.length(1);
+    expect(projectsOf(statements[0]!.params)).to.deep.equal([b.projectId, c.projectId, d.projectId]);
+  });
+
+  it('sends the reads that gathered as soon as no batch is out', async () => {
+    const { read, statements, sentAlone } = twoSlots({ fillTo: 8, lingerMs: 60_000 });
+    const first = read(pageQuery(), WINDOW);
+    const [b, c] = [pageQuery(), pageQuery()];
+    const gathered = [read(b, WINDOW), read(c, WINDOW)];
+    await settle();
+    expect(statements).to.deep.equal([]);
+    sentAlone[0]!.release();
+    await first;
+    await settle();
+    expect(statements).to.have.length(1);
+    expect(projectsOf(statements[0]!.params)).to.deep.equal([b.projectId, c.projectId]);
+    statements[0]!.answer([row(b, 0), row(c, 0)]);
+    expect(await Promise.all(gathered)).to.deep.equal([[row(b, 0)], [row(c, 0)]]);
+  });
+
+  it('sends a gathering read once it has waited lingerMs, though the other batch is still out', async () => {
+    const { read, sentAlone } = twoSlots({ fillTo: 8, lingerMs: 5 });
+    const [first, lingered] = [pageQuery(), pageQuery()];
+    void read(first, WINDOW);
+    const answer = read(lingered, WINDOW);
+    await settle();
+    expect(sentAlone.map((s) => s.query)).to.deep.equal([first]);
+    // Alone in its batch, it goes as a read alone; the first read has not come back.
+    await waitFor('the lingering read to be sent', async () => (sentAlone.length === 2 ? true : undefined), 10_000, 1);
+    expect(sentAlone[1]!.query).to.equal(lingered);
+    sentAlone[1]!.release([row(lingered, 0)]);
+    expect(await answer).to.deep.equal([row(lingered, 0)]);
+  });
+
+  it('keeps a first read from the free slot while reads gather for it', async () => {
+    const { read } = twoSlots({ fillTo: 8, lingerMs: 60_000 });
+    void read(pageQuery(), WINDOW);
+    expect(read.whenAlone(() => Promise.resolve('first read')), 'one batch out, nothing gathering').to.not.equal(undefined);
+    const { read: gathering, sentAlone } = twoSlots({ fillTo: 8, lingerMs: 60_000 });
+    void gathering(pageQuery(), WINDOW);
+    void gathering(pageQuery(), WINDOW);
+    await settle();
+    expect(sentAlone, 'one read out, one gathering: a slot is free').to.have.length(1);
+    expect(gathering.whenAlone(() => Promise.resolve('first read')), 'a read gathering for the free slot').to.equal(undefined);
   });
 
   it('never holds back a read with no lower window edge', async () => {
@@ -242,7 +312,7 @@ describe('feed page reads sent together', () => {
 
   it('refuses batching values below one, which would hold reads forever', () => {
     const store = heldStore();
-    for (const bad of [{ inFlight: 0 }, { maxBatch: 0 }, { rowsPerRead: 0.5 }, { memoryBytes: 0 }]) {
+    for (const bad of [{ inFlight: 0 }, { maxBatch: 0 }, { rowsPerRead: 0.5 }, { memoryBytes: 0 }, { fillTo: 0 }, { lingerMs: 0 }]) {
       expect(() => batchedPageReads(store.transport, store.readAlone, { ...PAGE_BATCHING, ...bad })).to.throw('page batching');
     }
   });
