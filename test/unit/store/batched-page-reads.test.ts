@@ -1,5 +1,5 @@
 import { expect } from 'chai';
-import { batchedPageReads, batchSql, PAGE_BATCHING, type PageRead } from '../../../src/store/batched-page-reads.js';
+import { batchedPageReads, batchSql, PAGE_BATCHING, type PageBatching, type PageRead } from '../../../src/store/batched-page-reads.js';
 import type { EventRow } from '../../../src/store/event-rows.js';
 import type { FeedQuery } from '../../../src/store/event-store.js';
 import { uuid } from '../../support/factories.js';
@@ -56,14 +56,16 @@ describe('feed page reads sent together', () => {
     expect(store.statements).to.deep.equal([]);
   });
 
-  /** A reader with one batch slot, whose lone reads are held until released, in the order sent. */
-  function oneSlot(now: () => number = Date.now) {
+  /** A reader batching as `batching` says, whose lone reads are held until released, in the order sent. */
+  function heldSlots(batching: Partial<PageBatching>, now: () => number = Date.now) {
     const store = heldStore();
     const sentAlone: { query: FeedQuery; release: (rows?: EventRow[]) => void }[] = [];
     const readAlone: PageRead = (query) => new Promise((resolve) => sentAlone.push({ query, release: (rows = []) => resolve(rows) }));
-    const read = batchedPageReads(store.transport, readAlone, { ...PAGE_BATCHING, inFlight: 1 }, now);
+    const read = batchedPageReads(store.transport, readAlone, { ...PAGE_BATCHING, ...batching }, now);
     return { ...store, sentAlone, read };
   }
+  /** One batch slot: a read that comes while it is taken waits for it. */
+  const oneSlot = (now: () => number = Date.now) => heldSlots({ inFlight: 1 }, now);
 
   it('runs a first read in place of a read alone while a slot is free, holding the slot, and refuses it while none is', async () => {
     const { read, statements, sentAlone } = oneSlot();
@@ -114,14 +116,8 @@ describe('feed page reads sent together', () => {
     expect(gotA2).to.deep.equal([row(a, 9)]);
   });
 
-  /** A reader with two batch slots that gathers reads for a free one while the other is out; lone reads held as in `oneSlot`. */
-  function twoSlots(gathering: { fillTo: number; lingerMs: number }) {
-    const store = heldStore();
-    const sentAlone: { query: FeedQuery; release: (rows?: EventRow[]) => void }[] = [];
-    const readAlone: PageRead = (query) => new Promise((resolve) => sentAlone.push({ query, release: (rows = []) => resolve(rows) }));
-    const read = batchedPageReads(store.transport, readAlone, { ...PAGE_BATCHING, inFlight: 2, ...gathering });
-    return { ...store, sentAlone, read };
-  }
+  /** Two batch slots: while one is taken, reads gather for the other. */
+  const twoSlots = (gathering: Pick<PageBatching, 'fillTo' | 'lingerMs'>) => heldSlots({ inFlight: 2, ...gathering });
   /** The projects a batch statement reads, in its order. */
   const projectsOf = (params: Record<string, unknown>) => Object.keys(params).filter((name) => /^r\d+_project_id$/.test(name)).map((name) => params[name]);
 
